@@ -1,0 +1,465 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseDotenv } from 'dotenv';
+import { ConfigError } from './errors.js';
+import type { Filters, SegmentFilter } from './extract/filters.js';
+import { Secret } from './secret.js';
+
+/** Everything the connector reads from outside: the environment (and `.env`) merged under command-line flags. */
+export type RawSettings = Readonly<Record<string, string | undefined>>;
+
+export interface ApiConfig {
+  readonly baseUrl: URL;
+  readonly token: Secret;
+  /** The name of the post id field: the real API puts a brand name where the spec says "platform". */
+  readonly postIdField: string;
+  readonly requestTimeoutMs: number;
+  readonly retry: {
+    readonly maxAttempts: number;
+    readonly maxRetryTimeMs: number;
+    readonly minDelayMs: number;
+  };
+  readonly poll: { readonly initialMs: number; readonly maxMs: number; readonly deadlineMs: number };
+}
+
+export interface DbConfig {
+  readonly url: Secret;
+  readonly schema: string;
+  readonly statementTimeoutMs: number;
+  readonly lockWaitMs: number;
+}
+
+export interface RunConfig {
+  readonly windowDays: number;
+  readonly concurrency: number;
+  readonly lookbackDays: number;
+  readonly startDate: string | undefined;
+  readonly windowAttempts: number;
+  readonly stallTimeoutMs: number;
+  readonly filters: Filters;
+}
+
+export interface LogConfig {
+  readonly level: string;
+  readonly format: 'json' | 'pretty' | 'auto';
+}
+
+export interface Config {
+  readonly api: ApiConfig;
+  readonly db: DbConfig;
+  readonly run: RunConfig;
+  readonly log: LogConfig;
+}
+
+interface SettingSpec {
+  readonly env: string;
+  readonly flag?: string;
+  readonly default?: string;
+  readonly description: string;
+}
+
+/** Every setting, its environment variable, flag and default. The README's configuration table mirrors this. */
+export const SETTINGS = {
+  baseUrl: {
+    env: 'POST_REPORTS_BASE_URL',
+    flag: '--base-url',
+    description: 'Root of the v4 API, e.g. https://host/v4',
+  },
+  token: { env: 'POST_REPORTS_TOKEN', description: 'Bearer access token (environment only, never a flag)' },
+  allowHttp: {
+    env: 'POST_REPORTS_ALLOW_HTTP',
+    flag: '--allow-http',
+    default: 'false',
+    description: 'Allow http:// to a non-loopback host',
+  },
+  postIdField: {
+    env: 'POST_REPORTS_POST_ID_FIELD',
+    flag: '--post-id-field',
+    default: 'platform_post_id',
+    description: 'Name of the post id field (and column)',
+  },
+  requestTimeoutMs: {
+    env: 'POST_REPORTS_REQUEST_TIMEOUT_MS',
+    default: '30000',
+    description: 'Timeout of one HTTP request',
+  },
+  maxAttempts: {
+    env: 'POST_REPORTS_MAX_ATTEMPTS',
+    default: '6',
+    description: 'Attempts per HTTP request (429, 5xx, network)',
+  },
+  maxRetryTimeMs: {
+    env: 'POST_REPORTS_MAX_RETRY_MS',
+    default: '120000',
+    description: 'Total time one request may spend retrying',
+  },
+  retryMinDelayMs: {
+    env: 'POST_REPORTS_RETRY_MIN_DELAY_MS',
+    default: '500',
+    description: 'First retry delay',
+  },
+  pollInitialMs: {
+    env: 'POST_REPORTS_POLL_INITIAL_MS',
+    default: '1000',
+    description: 'First report poll interval',
+  },
+  pollMaxMs: {
+    env: 'POST_REPORTS_POLL_MAX_MS',
+    default: '30000',
+    description: 'Longest report poll interval',
+  },
+  pollDeadlineMs: {
+    env: 'POST_REPORTS_POLL_DEADLINE_MS',
+    default: '3600000',
+    description: 'Give up on a report not DONE after this long',
+  },
+  databaseUrl: { env: 'DATABASE_URL', flag: '--database-url', description: 'PostgreSQL connection string' },
+  schema: {
+    env: 'POST_REPORTS_SCHEMA',
+    flag: '--schema',
+    default: 'post_reports',
+    description: 'Schema holding all tables',
+  },
+  statementTimeoutMs: {
+    env: 'POST_REPORTS_STATEMENT_TIMEOUT_MS',
+    default: '600000',
+    description: 'statement_timeout of the connector sessions',
+  },
+  lockWaitMs: {
+    env: 'POST_REPORTS_LOCK_WAIT_MS',
+    flag: '--lock-wait-ms',
+    default: '30000',
+    description: 'How long a run waits for another run on the same schema',
+  },
+  windowDays: {
+    env: 'POST_REPORTS_WINDOW_DAYS',
+    flag: '--window-days',
+    default: '7',
+    description: 'Days per report window',
+  },
+  concurrency: {
+    env: 'POST_REPORTS_CONCURRENCY',
+    flag: '--concurrency',
+    default: '4',
+    description: 'Windows in flight at once',
+  },
+  lookbackDays: {
+    env: 'POST_REPORTS_LOOKBACK_DAYS',
+    flag: '--lookback-days',
+    default: '3',
+    description: 'Days before the cursor that sync reloads',
+  },
+  startDate: {
+    env: 'POST_REPORTS_START_DATE',
+    flag: '--start-date',
+    description: 'First date of the first sync (YYYY-MM-DD)',
+  },
+  windowAttempts: {
+    env: 'POST_REPORTS_WINDOW_ATTEMPTS',
+    flag: '--window-attempts',
+    default: '3',
+    description: 'Attempts per window before it is reported failed',
+  },
+  stallTimeoutMs: {
+    env: 'POST_REPORTS_STALL_TIMEOUT_MS',
+    default: '900000',
+    description: 'Fail a window that makes no progress for this long',
+  },
+  brands: { env: 'POST_REPORTS_BRANDS', flag: '--brands', description: 'Brands filter, comma-separated' },
+  markets: { env: 'POST_REPORTS_MARKETS', flag: '--markets', description: 'Markets filter, comma-separated' },
+  channels: {
+    env: 'POST_REPORTS_CHANNELS',
+    flag: '--channels',
+    description: 'Channels filter, comma-separated',
+  },
+  adFormats: {
+    env: 'POST_REPORTS_AD_FORMATS',
+    flag: '--ad-formats',
+    description: 'Ad formats filter, comma-separated',
+  },
+  contentTypes: {
+    env: 'POST_REPORTS_CONTENT_TYPES',
+    flag: '--content-types',
+    description: 'Content types filter, comma-separated',
+  },
+  segments: {
+    env: 'POST_REPORTS_SEGMENTS',
+    flag: '--segment',
+    description: 'Custom segment filter "Name=v1,v2"; flag repeatable, env separated by ";"',
+  },
+  logLevel: { env: 'LOG_LEVEL', flag: '--log-level', default: 'info', description: 'pino level' },
+  logFormat: {
+    env: 'LOG_FORMAT',
+    default: 'auto',
+    description: 'json, pretty, or auto (pretty on a terminal)',
+  },
+} as const satisfies Record<string, SettingSpec>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+/** Flag values keyed by setting name; a repeatable flag (--segment) arrives joined by ";". */
+export type Flags = Partial<Record<SettingName, string>>;
+
+/**
+ * Reads the process environment, with a `.env` file (if present) under it: real environment variables win,
+ * and `process.env` is not modified. This is the only place that reads `process.env`.
+ */
+export function readEnvironment(dotenvPath = '.env'): RawSettings {
+  let fromFile: Record<string, string> = {};
+  try {
+    fromFile = parseDotenv(readFileSync(dotenvPath));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  return Object.freeze({ ...fromFile, ...process.env });
+}
+
+class Problems {
+  readonly list: string[] = [];
+  add(message: string): void {
+    this.list.push(message);
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw new ConfigError('CONFIG_INVALID', this.list.join('\n'));
+  }
+}
+
+function raw(name: SettingName, env: RawSettings, flags: Flags): string | undefined {
+  const spec: SettingSpec = SETTINGS[name];
+  const value = flags[name] ?? env[spec.env];
+  if (value !== undefined && value.trim() !== '') return value.trim();
+  return spec.default;
+}
+
+function where(name: SettingName): string {
+  const spec: SettingSpec = SETTINGS[name];
+  return spec.flag ? `${spec.env} (${spec.flag})` : spec.env;
+}
+
+function integer(
+  name: SettingName,
+  env: RawSettings,
+  flags: Flags,
+  problems: Problems,
+  min: number,
+  max: number,
+): number {
+  const text = raw(name, env, flags) ?? '';
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    problems.add(`${where(name)} must be an integer from ${min} to ${max}, got ${JSON.stringify(text)}`);
+    return min;
+  }
+  return value;
+}
+
+function boolean(name: SettingName, env: RawSettings, flags: Flags, problems: Problems): boolean {
+  const text = (raw(name, env, flags) ?? 'false').toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(text)) return true;
+  if (['0', 'false', 'no', 'off'].includes(text)) return false;
+  problems.add(`${where(name)} must be true or false, got ${JSON.stringify(text)}`);
+  return false;
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** True for a real calendar date written YYYY-MM-DD (2026-02-30 is not). */
+export function isIsoDate(text: string): boolean {
+  const m = DATE.exec(text);
+  if (!m) return false;
+  const d = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === text;
+}
+
+/** Parses a date setting or flag; names it in the error. */
+export function parseDate(label: string, text: string): string {
+  if (!isIsoDate(text))
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${label} must be a date YYYY-MM-DD, got ${JSON.stringify(text)}`,
+    );
+  return text;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function identifier(name: SettingName, env: RawSettings, flags: Flags, problems: Problems): string {
+  const text = raw(name, env, flags) ?? '';
+  if (!IDENTIFIER.test(text)) {
+    problems.add(
+      `${where(name)} must be a lower-case identifier (letters, digits, _; at most 63), got ${JSON.stringify(text)}`,
+    );
+  }
+  return text;
+}
+
+function list(text: string | undefined): string[] | undefined {
+  if (text === undefined) return undefined;
+  const values = text
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v.length > 0);
+  return values.length > 0 ? values : undefined;
+}
+
+function segments(text: string | undefined, problems: Problems): SegmentFilter[] | undefined {
+  if (text === undefined) return undefined;
+  const out: SegmentFilter[] = [];
+  for (const part of text.split(';')) {
+    if (part.trim() === '') continue;
+    const eq = part.indexOf('=');
+    const name = eq > 0 ? part.slice(0, eq).trim() : '';
+    const values = eq > 0 ? list(part.slice(eq + 1)) : undefined;
+    if (name === '' || values === undefined) {
+      problems.add(`${where('segments')} must look like "Name=value1,value2", got ${JSON.stringify(part)}`);
+      continue;
+    }
+    out.push({ name, values });
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+
+/** True for a host that never leaves this machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK.has(hostname) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfig {
+  const baseText = raw('baseUrl', env, flags);
+  let baseUrl = new URL('http://127.0.0.1/');
+  if (baseText === undefined) {
+    problems.add(
+      `${where('baseUrl')} is not set: give the root of the v4 API, e.g. https://api.example.com/v4`,
+    );
+  } else {
+    try {
+      baseUrl = new URL(baseText.endsWith('/') ? baseText : `${baseText}/`);
+      if (baseUrl.protocol !== 'https:' && baseUrl.protocol !== 'http:') {
+        problems.add(`${where('baseUrl')} must be an http(s) URL, got ${JSON.stringify(baseText)}`);
+      } else if (baseUrl.username || baseUrl.password || baseUrl.search) {
+        problems.add(`${where('baseUrl')} must not carry credentials or a query string`);
+      } else if (
+        baseUrl.protocol === 'http:' &&
+        !isLoopbackHost(baseUrl.hostname) &&
+        !boolean('allowHttp', env, flags, problems)
+      ) {
+        problems.add(
+          `${where('baseUrl')} uses http:// to ${baseUrl.hostname}: use https, or set ${where('allowHttp')} to allow it`,
+        );
+      }
+    } catch {
+      problems.add(`${where('baseUrl')} is not a valid URL: ${JSON.stringify(baseText)}`);
+    }
+  }
+  const tokenText = env[SETTINGS.token.env]?.trim() ?? '';
+  if (tokenText === '') problems.add(`${SETTINGS.token.env} is not set: the API needs a bearer token`);
+  else if (/[\s\r\n]/.test(tokenText)) problems.add(`${SETTINGS.token.env} must not contain white space`);
+  const postIdField = raw('postIdField', env, flags) ?? 'platform_post_id';
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(postIdField)) {
+    problems.add(`${where('postIdField')} must be a plain field name, got ${JSON.stringify(postIdField)}`);
+  }
+  return {
+    baseUrl,
+    token: new Secret(tokenText),
+    postIdField,
+    requestTimeoutMs: integer('requestTimeoutMs', env, flags, problems, 100, 3_600_000),
+    retry: {
+      maxAttempts: integer('maxAttempts', env, flags, problems, 1, 100),
+      maxRetryTimeMs: integer('maxRetryTimeMs', env, flags, problems, 0, 86_400_000),
+      minDelayMs: integer('retryMinDelayMs', env, flags, problems, 0, 600_000),
+    },
+    poll: {
+      initialMs: integer('pollInitialMs', env, flags, problems, 1, 3_600_000),
+      maxMs: integer('pollMaxMs', env, flags, problems, 1, 3_600_000),
+      deadlineMs: integer('pollDeadlineMs', env, flags, problems, 1, 7 * 86_400_000),
+    },
+  };
+}
+
+function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig {
+  const url = raw('databaseUrl', env, flags);
+  if (url === undefined)
+    problems.add(`${where('databaseUrl')} is not set: give a PostgreSQL connection string`);
+  else if (!/^postgres(ql)?:\/\//.test(url)) {
+    problems.add(`${where('databaseUrl')} must start with postgres:// or postgresql://`);
+  }
+  return {
+    url: new Secret(url ?? ''),
+    schema: identifier('schema', env, flags, problems),
+    statementTimeoutMs: integer('statementTimeoutMs', env, flags, problems, 0, 86_400_000),
+    lockWaitMs: integer('lockWaitMs', env, flags, problems, 0, 86_400_000),
+  };
+}
+
+function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfig {
+  const startText = raw('startDate', env, flags);
+  if (startText !== undefined && !isIsoDate(startText)) {
+    problems.add(`${where('startDate')} must be a date YYYY-MM-DD, got ${JSON.stringify(startText)}`);
+  }
+  const filters: Record<string, unknown> = {};
+  for (const key of ['brands', 'markets', 'channels', 'adFormats', 'contentTypes'] as const) {
+    const values = list(raw(key, env, flags));
+    if (values) filters[key] = values;
+  }
+  const customSegments = segments(raw('segments', env, flags), problems);
+  if (customSegments) filters.customSegments = customSegments;
+  return {
+    windowDays: integer('windowDays', env, flags, problems, 1, 366),
+    concurrency: integer('concurrency', env, flags, problems, 1, 64),
+    lookbackDays: integer('lookbackDays', env, flags, problems, 0, 366),
+    startDate: startText,
+    windowAttempts: integer('windowAttempts', env, flags, problems, 1, 100),
+    stallTimeoutMs: integer('stallTimeoutMs', env, flags, problems, 1000, 7 * 86_400_000),
+    filters: filters as Filters,
+  };
+}
+
+function logConfig(env: RawSettings, flags: Flags, problems: Problems): LogConfig {
+  const level = raw('logLevel', env, flags) ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level)) {
+    problems.add(
+      `${where('logLevel')} must be one of fatal, error, warn, info, debug, trace, silent; got ${JSON.stringify(level)}`,
+    );
+  }
+  const format = raw('logFormat', env, flags) ?? 'auto';
+  if (format !== 'json' && format !== 'pretty' && format !== 'auto') {
+    problems.add(`${SETTINGS.logFormat.env} must be json, pretty or auto, got ${JSON.stringify(format)}`);
+  }
+  return { level, format: format as LogConfig['format'] };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !(value instanceof Secret) && !(value instanceof URL)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** The sections a command needs; only those are validated, so `simulator --help` needs no token. */
+export interface ConfigNeeds {
+  readonly api?: boolean;
+  readonly db?: boolean;
+}
+
+/**
+ * Parses and validates the configuration once. Every problem found is reported, one line each, in a single
+ * ConfigError. The result is deeply frozen and is passed explicitly to whatever needs it.
+ */
+export function parseConfig(
+  env: RawSettings,
+  flags: Flags = {},
+  needs: ConfigNeeds = { api: true, db: true },
+): Config {
+  const problems = new Problems();
+  const ignore = new Problems();
+  const config: Config = {
+    api: apiConfig(env, flags, needs.api ? problems : ignore),
+    db: dbConfig(env, flags, needs.db ? problems : ignore),
+    run: runConfig(env, flags, problems),
+    log: logConfig(env, flags, problems),
+  };
+  problems.throwIfAny();
+  return deepFreeze(config);
+}

@@ -1,0 +1,81 @@
+/**
+ * Stable, machine-readable error codes. Operators and orchestrators match on these; messages may change.
+ */
+export type ErrorCode =
+  // configuration and usage
+  | 'CONFIG_INVALID'
+  | 'FILTER_INVALID'
+  | 'FILTERS_CHANGED'
+  // the API
+  | 'API_HTTP_ERROR'
+  | 'API_NETWORK_ERROR'
+  | 'API_TIMEOUT'
+  | 'REPORT_FAILED'
+  | 'REPORT_DEADLINE'
+  | 'REPORT_GONE'
+  // the data the API sent
+  | 'PAGE_MALFORMED'
+  | 'RECORD_INVALID'
+  | 'FIELD_TYPE_MISMATCH'
+  // the database and the run
+  | 'DB_ERROR'
+  | 'LOCK_HELD'
+  | 'SCHEMA_MISMATCH'
+  | 'NO_PROGRESS'
+  | 'ABORTED';
+
+export interface EtlErrorOptions {
+  cause?: unknown;
+}
+
+/** Base of every error the connector raises on purpose. `code` is stable; `message` is one line. */
+export class EtlError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options: EtlErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Bad configuration, flags or filters: nothing was started. */
+export class ConfigError extends EtlError {}
+
+/** The API answered with an error, could not be reached, or a report could not be produced. */
+export class ApiError extends EtlError {
+  readonly status: number | undefined;
+  readonly endpoint: string | undefined;
+  readonly body: string | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details: { status?: number; endpoint?: string; body?: string; cause?: unknown } = {},
+  ) {
+    super(code, message, { cause: details.cause });
+    this.status = details.status;
+    this.endpoint = details.endpoint;
+    this.body = details.body;
+  }
+}
+
+/** The API sent data that breaks the contract (a malformed page, a record without an id, a type clash). */
+export class DataError extends EtlError {}
+
+/** The database refused, a lock is held, or the target schema does not fit this run. */
+export class StoreError extends EtlError {}
+
+/** True for errors raised because an AbortSignal fired. */
+export function isAbortError(error: unknown): boolean {
+  return (
+    (error instanceof EtlError && error.code === 'ABORTED') ||
+    (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError'))
+  );
+}
+
+/** One line, safe to print: newlines folded so that a server's multi-line body cannot break log lines. */
+export function oneLine(text: string, max = 500): string {
+  const folded = text.replace(/\s+/g, ' ').trim();
+  return folded.length > max ? `${folded.slice(0, max)}…` : folded;
+}

@@ -1,0 +1,57 @@
+import { type DestinationStream, type Logger, pino } from 'pino';
+
+export type { Logger } from 'pino';
+
+export interface LoggerOptions {
+  level?: string;
+  /** Human-readable output (pino-pretty); JSON otherwise. */
+  pretty?: boolean;
+  /** Strings scrubbed from every line, whatever field they hide in (the API token). */
+  secrets?: readonly string[];
+  /** Defaults to stderr: stdout is reserved for the run summary. */
+  destination?: DestinationStream;
+}
+
+const REDACT_PATHS = [
+  'token',
+  '*.token',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'password',
+  '*.password',
+];
+
+/** Builds the one logger of a process; everything else receives it (or a child) as an argument. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const secrets = (options.secrets ?? []).filter((s) => s.length > 0);
+  const destination =
+    options.destination ??
+    (options.pretty
+      ? pino.transport({ target: 'pino-pretty', options: { destination: 2, colorize: true } })
+      : pino.destination({ dest: 2, sync: true }));
+  return pino(
+    {
+      level: options.level ?? 'info',
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      ...(secrets.length > 0
+        ? {
+            hooks: {
+              // The last line of defence: a secret that slipped into a message or an error's text is scrubbed.
+              streamWrite: (line: string) => scrub(line, secrets),
+            },
+          }
+        : {}),
+    },
+    destination,
+  );
+}
+
+function scrub(line: string, secrets: readonly string[]): string {
+  let out = line;
+  for (const secret of secrets) {
+    if (out.includes(secret)) out = out.split(secret).join('[redacted]');
+  }
+  return out;
+}

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { isIsoDate, parseConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
+
+const base = {
+  POST_REPORTS_BASE_URL: 'https://api.example.com/v4',
+  POST_REPORTS_TOKEN: 'tok-123',
+  DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres',
+};
+
+describe('parseConfig', () => {
+  it('applies defaults and freezes the result', () => {
+    const config = parseConfig(base);
+    expect(config.db.schema).toBe('post_reports');
+    expect(config.run.windowDays).toBe(7);
+    expect(config.api.baseUrl.href).toBe('https://api.example.com/v4/');
+    expect(Object.isFrozen(config.run)).toBe(true);
+    expect(JSON.stringify(config)).not.toContain('tok-123');
+  });
+
+  it('lets flags win over the environment', () => {
+    const config = parseConfig({ ...base, POST_REPORTS_WINDOW_DAYS: '3' }, { windowDays: '10' });
+    expect(config.run.windowDays).toBe(10);
+  });
+
+  it('reports every problem, one line each, naming the bad value', () => {
+    let error: unknown;
+    try {
+      parseConfig({
+        ...base,
+        POST_REPORTS_TOKEN: '',
+        POST_REPORTS_WINDOW_DAYS: 'seven',
+        POST_REPORTS_SCHEMA: 'Bad-Name',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const lines = (error as Error).message.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines.join('\n')).toContain('"seven"');
+    expect(lines.join('\n')).toContain('"Bad-Name"');
+    expect(lines.join('\n')).toContain('POST_REPORTS_TOKEN');
+  });
+
+  it('refuses http:// to a remote host unless allowed', () => {
+    expect(() => parseConfig({ ...base, POST_REPORTS_BASE_URL: 'http://api.example.com/v4' })).toThrow(
+      /https/,
+    );
+    expect(parseConfig({ ...base, POST_REPORTS_BASE_URL: 'http://127.0.0.1:8080/v4' }).api.baseUrl.port).toBe(
+      '8080',
+    );
+    expect(
+      parseConfig({
+        ...base,
+        POST_REPORTS_BASE_URL: 'http://api.example.com/v4',
+        POST_REPORTS_ALLOW_HTTP: 'true',
+      }).api.baseUrl.protocol,
+    ).toBe('http:');
+  });
+
+  it('parses filters and repeatable segments', () => {
+    const config = parseConfig(base, {
+      brands: 'A, B',
+      segments: 'Region=North,South;Campaign Type=Always On',
+    });
+    expect(config.run.filters).toEqual({
+      brands: ['A', 'B'],
+      customSegments: [
+        { name: 'Region', values: ['North', 'South'] },
+        { name: 'Campaign Type', values: ['Always On'] },
+      ],
+    });
+  });
+
+  it('validates only the sections a command needs', () => {
+    expect(() => parseConfig({}, {}, {})).not.toThrow();
+    expect(() => parseConfig({}, {}, { db: true })).toThrow(/DATABASE_URL/);
+  });
+});
+
+describe('isIsoDate', () => {
+  it('accepts real dates only', () => {
+    expect(isIsoDate('2026-02-28')).toBe(true);
+    expect(isIsoDate('2024-02-29')).toBe(true);
+    expect(isIsoDate('2026-02-30')).toBe(false);
+    expect(isIsoDate('2026-2-3')).toBe(false);
+  });
+});
