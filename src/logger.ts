@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { build as prettyStream } from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -29,7 +30,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const destination =
     options.destination ??
     (options.pretty
-      ? pino.transport({ target: 'pino-pretty', options: { destination: 2, colorize: true } })
+      ? // In-process and synchronous: a worker-thread transport could lose the last lines when the CLI exits.
+        prettyStream({ destination: 2, sync: true, colorize: true })
       : pino.destination({ dest: 2, sync: true }));
   return pino(
     {

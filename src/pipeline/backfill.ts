@@ -1,0 +1,34 @@
+import { parseDate } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { executeRun, type RunContext } from './run.js';
+import type { RunSummary } from './run-summary.js';
+import { cutWindows } from './windows.js';
+
+export interface BackfillOptions extends RunContext {
+  /** First date, YYYY-MM-DD, inclusive. */
+  readonly from: string;
+  /** Last date, YYYY-MM-DD, inclusive. */
+  readonly to: string;
+  /** Reload windows already loaded. */
+  readonly reload?: boolean;
+  /** Clear the schema if it was loaded with other filters. */
+  readonly reset?: boolean;
+}
+
+/**
+ * Loads every window of `[from, to]`. Windows already loaded are skipped unless `reload`; the incremental cursor
+ * is never moved. Resolves with the run summary (check `status`); rejects only when the run could not start
+ * (bad configuration or filters, a held lock, an unreachable database or API).
+ */
+export async function backfill(options: BackfillOptions): Promise<RunSummary> {
+  const from = parseDate('--from', options.from);
+  const to = parseDate('--to', options.to);
+  if (from > to) throw new ConfigError('CONFIG_INVALID', `--from ${from} is after --to ${to}`);
+  return executeRun(options, {
+    command: 'backfill',
+    resolve: () => ({ from, to, windows: cutWindows(from, to, options.config.run.windowDays) }),
+    reload: options.reload ?? false,
+    reset: options.reset ?? false,
+    moveCursor: false,
+  });
+}

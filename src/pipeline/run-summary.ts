@@ -1,0 +1,56 @@
+import type { Window } from './windows.js';
+
+/** Exit codes of the CLI; orchestrators act on these. */
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  partial: 3,
+  lockHeld: 4,
+  interrupted: 130,
+} as const;
+
+export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted' | 'lock_held' | 'invalid';
+
+export interface WindowFailure {
+  readonly start: string;
+  readonly end: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The outcome of a run: the CLI prints it as one JSON line on stdout. */
+export interface RunSummary {
+  readonly command: 'backfill' | 'sync';
+  readonly status: RunStatus;
+  readonly exitCode: number;
+  readonly from: string | null;
+  readonly to: string | null;
+  readonly windows: {
+    readonly planned: number;
+    readonly loaded: number;
+    readonly skipped: number;
+    readonly failed: number;
+  };
+  readonly posts: number;
+  readonly pages: number;
+  readonly retries: number;
+  readonly reportsCreated: number;
+  readonly durationMs: number;
+  readonly cursor: string | null;
+  readonly failures: readonly WindowFailure[];
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** Progress events, for a live display or an orchestrator. */
+export type ProgressEvent =
+  | { readonly type: 'planned'; readonly windows: number; readonly skipped: number }
+  | { readonly type: 'window-started'; readonly window: Window; readonly attempt: number }
+  | { readonly type: 'page-staged'; readonly window: Window; readonly posts: number }
+  | {
+      readonly type: 'window-loaded';
+      readonly window: Window;
+      readonly posts: number;
+      readonly durationMs: number;
+    }
+  | { readonly type: 'window-failed'; readonly window: Window; readonly error: string };

@@ -1,0 +1,442 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
+import type pg from 'pg';
+import { ApiClient } from '../api/client.js';
+import type { Config } from '../config.js';
+import { ApiError, ConfigError, EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
+import { fetchDimensions, validateFilters } from '../extract/dimensions.js';
+import { canonicalFilters, type Filters } from '../extract/filters.js';
+import { type ReportPage, readPages } from '../extract/pager.js';
+import { mapRecords } from '../extract/record-mapping.js';
+import { createReport, waitForReport } from '../extract/report.js';
+import { createPool } from '../load/database.js';
+import { Loader } from '../load/loader.js';
+import { migrate } from '../load/migrate.js';
+import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import type { Logger } from '../logger.js';
+import { acquireRunLock } from './run-lock.js';
+import {
+  EXIT,
+  type ProgressEvent,
+  type RunStatus,
+  type RunSummary,
+  type WindowFailure,
+} from './run-summary.js';
+import {
+  clearTarget,
+  loadedWindows,
+  markFailed,
+  readTarget,
+  readWindow,
+  recordReport,
+  setCursor,
+  startAttempt,
+  type TargetState,
+  writeTarget,
+} from './state.js';
+import { Watchdog } from './watchdog.js';
+import { planWindows, type Window, type WindowGroup, windowKey } from './windows.js';
+
+/** What every run needs: configuration, a logger, and optionally a way to stop it and to watch it. */
+export interface RunContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (event: ProgressEvent) => void;
+}
+
+export interface RunRange {
+  readonly from: string;
+  readonly to: string;
+  readonly windows: readonly Window[];
+}
+
+export interface RunRequest {
+  readonly command: 'backfill' | 'sync';
+  /** Decides the dates to load, given the stored cursor (null before the first sync); may refuse the run. */
+  readonly resolve: (cursor: string | null) => RunRange;
+  /** Reload windows already loaded (sync reloads its lookback). */
+  readonly reload: boolean;
+  /** Clear the schema when its recorded filters differ from this run's. */
+  readonly reset: boolean;
+  /** Move the incremental cursor on success (sync only). */
+  readonly moveCursor: boolean;
+}
+
+interface Counters {
+  posts: number;
+  pages: number;
+  reportsCreated: number;
+  loaded: number;
+}
+
+/**
+ * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
+ * commits each group of windows atomically. Failing windows are retried, then reported; they never stop the others.
+ */
+export async function executeRun(context: RunContext, request: RunRequest): Promise<RunSummary> {
+  const { config, signal } = context;
+  const started = Date.now();
+  const runId = randomUUID();
+  const logger = context.logger.child({ runId, command: request.command });
+  const filters = canonicalFilters(config.run.filters);
+  const counters: Counters = { posts: 0, pages: 0, reportsCreated: 0, loaded: 0 };
+  const failures: WindowFailure[] = [];
+  let range: RunRange | undefined;
+  let retries = 0;
+  const api = new ApiClient(config.api, logger, {
+    onRetry: () => {
+      retries += 1;
+    },
+  });
+  const base = (status: RunStatus, exitCode: number, extra: Partial<RunSummary> = {}): RunSummary => ({
+    command: request.command,
+    status,
+    exitCode,
+    from: range?.from ?? null,
+    to: range?.to ?? null,
+    windows: { planned: 0, loaded: counters.loaded, skipped: 0, failed: failures.length },
+    posts: counters.posts,
+    pages: counters.pages,
+    retries,
+    reportsCreated: counters.reportsCreated,
+    durationMs: Date.now() - started,
+    cursor: null,
+    failures,
+    ...extra,
+  });
+
+  logger.info('run started');
+  const dimensions = await fetchDimensions(api, signal);
+  validateFilters(filters, dimensions);
+
+  const pool = createPool(config.db, logger, {
+    max: config.run.concurrency + 2,
+    applicationName: 'post-reports-etl',
+  });
+  try {
+    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, signal);
+    try {
+      // The range is decided before anything is written, so that a refused run leaves the database as it was.
+      const stored = await peekTarget(pool, config.db.schema);
+      range = request.resolve(stored?.cursorDate ?? null);
+      const target = { schema: config.db.schema, postIdField: config.api.postIdField };
+      checkTarget(stored, config, filters, request.reset);
+      await migrate(pool, target, logger, signal);
+      const cursor = await ensureTarget(pool, config, filters, request.reset, logger);
+      const loaded = await loadedWindows(pool, config.db.schema);
+      const plan = planWindows(range.windows, loaded, { reload: request.reload });
+      logger.info({ from: range.from, to: range.to }, 'range resolved');
+      const planned = plan.groups.reduce((n, g) => n + g.length, 0);
+      context.onProgress?.({ type: 'planned', windows: planned, skipped: plan.skipped.length });
+      logger.info({ planned, skipped: plan.skipped.length, groups: plan.groups.length }, 'windows planned');
+
+      const loader = new Loader(pool, target, logger);
+      const limit = pLimit(config.run.concurrency);
+      const runWindow = new RunWindow(context, api, loader, pool, filters, counters, logger);
+      await Promise.all(
+        plan.groups.map(async (group) => {
+          const outcome = await runGroup(runWindow, limit, group, loader, signal);
+          for (const f of outcome.failures) failures.push(f);
+        }),
+      );
+
+      let newCursor: string | null = cursor;
+      if (request.moveCursor && !signal?.aborted) {
+        // The cursor never passes a date that did not load: it stops before the first failed window.
+        const firstFailure = failures.map((f) => f.start).sort()[0];
+        const reached = firstFailure === undefined ? range.to : dayBefore(firstFailure);
+        if (reached >= range.from || cursor !== null) {
+          await setCursor(pool, config.db.schema, reached);
+          newCursor = (await readTarget(pool, config.db.schema))?.cursorDate ?? null;
+        }
+      }
+      const interrupted = signal?.aborted === true;
+      const status: RunStatus = interrupted ? 'interrupted' : failures.length > 0 ? 'partial' : 'succeeded';
+      const exitCode = interrupted ? EXIT.interrupted : failures.length > 0 ? EXIT.partial : EXIT.ok;
+      const summary = base(status, exitCode, {
+        windows: { planned, loaded: counters.loaded, skipped: plan.skipped.length, failed: failures.length },
+        cursor: newCursor,
+      });
+      logger.info({ summary }, 'run finished');
+      return summary;
+    } finally {
+      await lock.release();
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+function dayBefore(date: string): string {
+  return new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+}
+
+/** The stored target, or null when the schema has not been set up yet. */
+async function peekTarget(pool: pg.Pool, schema: string): Promise<TargetState | null> {
+  try {
+    return await readTarget(pool, schema);
+  } catch (error) {
+    if (sqlState(error) === UNDEFINED_TABLE) return null;
+    throw error;
+  }
+}
+
+/** Refuses a run whose filters or post id field differ from what the schema was loaded with, unless resetting. */
+function checkTarget(stored: TargetState | null, config: Config, filters: Filters, reset: boolean): void {
+  if (stored === null) return;
+  const schema = config.db.schema;
+  if (stored.postIdField !== config.api.postIdField) {
+    throw new ConfigError(
+      'FILTERS_CHANGED',
+      `schema "${schema}" was loaded with post id field "${stored.postIdField}", not "${config.api.postIdField}": use another schema`,
+    );
+  }
+  const before = JSON.stringify(canonicalFilters(stored.filters));
+  const now = JSON.stringify(filters);
+  if (before !== now && !reset) {
+    throw new ConfigError(
+      'FILTERS_CHANGED',
+      `schema "${schema}" was loaded with filters ${before}, this run has ${now}: pass --reset to clear it, or use another schema`,
+    );
+  }
+}
+
+async function ensureTarget(
+  pool: pg.Pool,
+  config: Config,
+  filters: Filters,
+  reset: boolean,
+  logger: Logger,
+): Promise<string | null> {
+  const schema = config.db.schema;
+  const stored = await readTarget(pool, schema);
+  if (stored === null) {
+    await writeTarget(pool, schema, config.api.postIdField, filters);
+    return null;
+  }
+  if (JSON.stringify(canonicalFilters(stored.filters)) === JSON.stringify(filters) || !reset)
+    return stored.cursorDate;
+  logger.warn({ before: stored.filters, after: filters }, 'filters changed: clearing the schema (--reset)');
+  await clearTarget(pool, schema);
+  await writeTarget(pool, schema, config.api.postIdField, filters);
+  return null;
+}
+
+async function runGroup(
+  runWindow: RunWindow,
+  limit: ReturnType<typeof pLimit>,
+  group: WindowGroup,
+  loader: Loader,
+  signal: AbortSignal | undefined,
+): Promise<{ failures: WindowFailure[] }> {
+  const results = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
+  const failures: WindowFailure[] = [];
+  results.forEach((result, i) => {
+    if (result.status === 'rejected') failures.push(runWindow.failure(group[i] as Window, result.reason));
+  });
+  if (failures.length > 0 || signal?.aborted) {
+    // A group commits whole or not at all; its windows that did stage are marked failed too.
+    if (failures.length > 0) {
+      for (const [i, w] of group.entries()) {
+        if (results[i]?.status === 'fulfilled') {
+          const failure = {
+            ...w,
+            code: 'GROUP_FAILED',
+            message: 'not committed: another window of its group failed',
+          };
+          failures.push(failure);
+          await runWindow.markFailed(w, failure.message);
+        }
+      }
+    }
+    return { failures };
+  }
+  try {
+    const started = Date.now();
+    const { rows } = await loader.commitWindows(group, signal);
+    runWindow.committed(group, rows, Date.now() - started);
+  } catch (error) {
+    for (const w of group) {
+      const failure = runWindow.failure(w, error);
+      failures.push(failure);
+      await runWindow.markFailed(w, failure.message);
+    }
+  }
+  return { failures };
+}
+
+/** One window's extraction and staging, with its attempts. */
+class RunWindow {
+  constructor(
+    private readonly context: RunContext,
+    private readonly api: ApiClient,
+    private readonly loader: Loader,
+    private readonly pool: pg.Pool,
+    private readonly filters: Filters,
+    private readonly counters: Counters,
+    private readonly logger: Logger,
+  ) {}
+
+  private get schema(): string {
+    return this.context.config.db.schema;
+  }
+
+  failure(window: Window, error: unknown): WindowFailure {
+    const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
+    const message = error instanceof Error ? oneLine(error.message) : oneLine(String(error));
+    return { start: window.start, end: window.end, code, message };
+  }
+
+  async markFailed(window: Window, message: string): Promise<void> {
+    try {
+      await markFailed(this.pool, this.schema, window, message);
+    } catch (error) {
+      this.logger.error({ err: error, window: windowKey(window) }, 'could not record the failure');
+    }
+  }
+
+  committed(group: WindowGroup, rows: number, durationMs: number): void {
+    this.counters.loaded += group.length;
+    for (const w of group) {
+      this.context.onProgress?.({ type: 'window-loaded', window: w, posts: rows, durationMs });
+    }
+    this.logger.info({ windows: group.map(windowKey), rows, commitMs: durationMs }, 'windows committed');
+  }
+
+  async stage(window: Window): Promise<void> {
+    const { config, signal } = this.context;
+    const log = this.logger.child({ window: windowKey(window) });
+    const attempts = config.run.windowAttempts;
+    for (let attempt = 1; ; attempt += 1) {
+      if (signal?.aborted)
+        throw new EtlError('ABORTED', 'the run was interrupted before this window started');
+      const started = Date.now();
+      this.context.onProgress?.({ type: 'window-started', window, attempt });
+      log.info({ attempt }, 'window started');
+      try {
+        const { posts, pages } = await this.attempt(window, log);
+        log.info({ attempt, posts, pages, stageMs: Date.now() - started }, 'window staged');
+        return;
+      } catch (error) {
+        const aborted = signal?.aborted === true || isAbortError(error);
+        const failure = this.failure(window, error);
+        if (aborted || attempt >= attempts || !retryable(error)) {
+          log.error({ attempt, code: failure.code, err: error }, 'window failed');
+          await this.markFailed(window, failure.message);
+          this.context.onProgress?.({ type: 'window-failed', window, error: failure.message });
+          throw error;
+        }
+        log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
+        await sleep(
+          Math.min(30_000, 1000 * 2 ** (attempt - 1)),
+          undefined,
+          signal ? { signal } : undefined,
+        ).catch(() => {});
+      }
+    }
+  }
+
+  private async attempt(window: Window, log: Logger): Promise<{ posts: number; pages: number }> {
+    const { config, signal: runSignal } = this.context;
+    const previous = await readWindow(this.pool, this.schema, window);
+    await startAttempt(this.pool, this.schema, window, this.filters);
+    const watchdog = new Watchdog(config.run.stallTimeoutMs, runSignal);
+    const signal = watchdog.signal;
+    try {
+      // A report created by an earlier attempt or run is polled again rather than created twice.
+      const earlier = previous && previous.status !== 'loaded' ? previous.reportId : null;
+      if (earlier !== null) {
+        const progress = await this.loader.openWindow(window, earlier, signal);
+        if (progress.pagesStaged > 0) {
+          log.info({ reportId: earlier, pagesStaged: progress.pagesStaged }, 'resuming a staged window');
+          if (progress.nextPage === null) return { posts: progress.rowsStaged, pages: progress.pagesStaged };
+          const rest = readPages(this.api, earlier, {
+            startToken: progress.nextPage,
+            startIndex: progress.pagesStaged,
+            signal,
+          });
+          return await this.stagePages(window, earlier, rest, watchdog, log);
+        }
+        try {
+          const first = await this.waitFor(earlier, watchdog);
+          return await this.stagePages(
+            window,
+            earlier,
+            readPages(this.api, earlier, { first, signal }),
+            watchdog,
+            log,
+          );
+        } catch (error) {
+          if (!(error instanceof ApiError && error.code === 'REPORT_GONE')) throw error;
+          log.info({ reportId: earlier }, 'the earlier report is gone; creating another');
+        }
+      }
+      watchdog.waitingFor('the report to be created');
+      const { id } = await createReport(this.api, window, this.filters, signal);
+      this.counters.reportsCreated += 1;
+      await recordReport(this.pool, this.schema, window, id);
+      log.info({ reportId: id }, 'report created');
+      const first = await this.waitFor(id, watchdog);
+      await this.loader.openWindow(window, id, signal);
+      return await this.stagePages(window, id, readPages(this.api, id, { first, signal }), watchdog, log);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'REPORT_GONE') {
+        // The next attempt must create a new report.
+        await recordReport(this.pool, this.schema, window, null);
+      }
+      throw watchdog.reason(error);
+    } finally {
+      watchdog.stop();
+    }
+  }
+
+  private waitFor(reportId: string, watchdog: Watchdog): Promise<ReportPage> {
+    watchdog.waitingFor(`report ${reportId} to be DONE`);
+    return waitForReport(this.api, reportId, this.context.config.api.poll, {
+      signal: watchdog.signal,
+      onPoll: () => watchdog.progress(),
+    });
+  }
+
+  private async stagePages(
+    window: Window,
+    reportId: string,
+    pages: AsyncGenerator<ReportPage>,
+    watchdog: Watchdog,
+    log: Logger,
+  ): Promise<{ posts: number; pages: number }> {
+    const postIdField = this.context.config.api.postIdField;
+    let posts = 0;
+    let count = 0;
+    watchdog.waitingFor(`a page of report ${reportId}`);
+    for await (const page of pages) {
+      const mapped = mapRecords(page.records, { postIdField, window, page: page.index });
+      watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
+      await this.loader.stagePage(
+        window,
+        { index: page.index, nextPage: page.nextPage, posts: mapped },
+        watchdog.signal,
+      );
+      watchdog.progress();
+      watchdog.waitingFor(`a page of report ${reportId}`);
+      posts += mapped.length;
+      count += 1;
+      this.counters.posts += mapped.length;
+      this.counters.pages += 1;
+      this.context.onProgress?.({ type: 'page-staged', window, posts: mapped.length });
+      log.debug({ page: page.index, posts: mapped.length, bytes: page.bytes }, 'page staged');
+    }
+    return { posts, pages: count };
+  }
+}
+
+function retryable(error: unknown): boolean {
+  if (error instanceof ConfigError) return false;
+  if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
+  if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
+  if (error instanceof ApiError && (error.status === 400 || error.status === 401 || error.status === 403))
+    return false;
+  return true;
+}

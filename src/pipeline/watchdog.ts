@@ -1,0 +1,59 @@
+import { EtlError } from '../errors.js';
+
+/**
+ * Fails a window that makes no progress for too long, saying what it was waiting for. Its `signal` aborts on a
+ * stall or when the run's own signal aborts; everything the window does listens to it.
+ */
+export class Watchdog {
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  readonly #onParentAbort: () => void;
+  readonly #parent: AbortSignal | undefined;
+  #lastProgress = Date.now();
+  #waitingFor = 'the window to start';
+  #stalled: EtlError | undefined;
+
+  constructor(stallTimeoutMs: number, parent?: AbortSignal) {
+    this.#parent = parent;
+    this.#onParentAbort = () => this.#controller.abort(parent?.reason);
+    if (parent?.aborted) this.#controller.abort(parent.reason);
+    parent?.addEventListener('abort', this.#onParentAbort, { once: true });
+    this.#timer = setInterval(
+      () => {
+        const idle = Date.now() - this.#lastProgress;
+        if (idle >= stallTimeoutMs && !this.#controller.signal.aborted) {
+          this.#stalled = new EtlError(
+            'NO_PROGRESS',
+            `no progress for ${Math.round(idle / 1000)} s while waiting for ${this.#waitingFor} (POST_REPORTS_STALL_TIMEOUT_MS)`,
+          );
+          this.#controller.abort(this.#stalled);
+        }
+      },
+      Math.max(100, Math.min(5000, Math.floor(stallTimeoutMs / 4))),
+    );
+    this.#timer.unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  progress(): void {
+    this.#lastProgress = Date.now();
+  }
+
+  waitingFor(what: string): void {
+    this.#waitingFor = what;
+    this.#lastProgress = Date.now();
+  }
+
+  /** The error to report: the stall, when the watchdog is what stopped the work. */
+  reason(error: unknown): unknown {
+    return this.#stalled ?? error;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#parent?.removeEventListener('abort', this.#onParentAbort);
+  }
+}
