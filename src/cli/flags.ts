@@ -10,7 +10,8 @@ export function addSettingFlags(command: Command, names: readonly SettingName[])
     const flag = isBoolean ? spec.flag : `${spec.flag} <value>`;
     const help = `${spec.description} [env ${spec.env}${spec.default && !isBoolean ? `, default ${spec.default}` : ''}]`;
     const option = new Option(flag, help);
-    if (name === 'segments') option.argParser((value: string, previous: string[] = []) => [...previous, value]);
+    if (name === 'segments')
+      option.argParser((value: string, previous: string[] = []) => [...previous, value]);
     command.addOption(option);
   }
   return command;

@@ -1,0 +1,45 @@
+import { type Config, type ConfigNeeds, type Flags, parseConfig, readEnvironment } from '../config.js';
+import { EtlError } from '../errors.js';
+import { createLogger, type Logger } from '../logger.js';
+
+/** What a command runs with: the validated configuration, the process logger and a signal for SIGINT/SIGTERM. */
+export interface CommandContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Parses the configuration (environment, `.env`, flags) and builds the logger. The logger scrubs the token and
+ * the database password from every line, wherever they hide.
+ */
+export function commandContext(flags: Flags, needs: ConfigNeeds, signal: AbortSignal): CommandContext {
+  const config = parseConfig(readEnvironment(), flags, needs);
+  const secrets = [config.api.token.reveal()];
+  const dbUrl = config.db.url.reveal();
+  if (dbUrl !== '') {
+    try {
+      const password = decodeURIComponent(new URL(dbUrl).password);
+      if (password !== '') secrets.push(password);
+    } catch {
+      // An unparsable URL is reported by pg with its own message; nothing to scrub.
+    }
+  }
+  const pretty =
+    config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);
+  const logger = createLogger({ level: config.log.level, pretty, secrets });
+  return { config, logger, signal };
+}
+
+/** An AbortSignal fired by the first SIGINT or SIGTERM; a second one exits at once. */
+export function interruptSignal(onInterrupt?: (signal: NodeJS.Signals) => void): AbortSignal {
+  const controller = new AbortController();
+  const handler = (signal: NodeJS.Signals) => {
+    if (controller.signal.aborted) process.exit(130);
+    onInterrupt?.(signal);
+    controller.abort(new EtlError('ABORTED', `interrupted by ${signal}`));
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return controller.signal;
+}
