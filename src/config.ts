@@ -50,7 +50,7 @@ export interface Config {
   readonly log: LogConfig;
 }
 
-interface SettingSpec {
+export interface SettingSpec {
   readonly env: string;
   readonly flag?: string;
   readonly default?: string;

@@ -1,10 +1,10 @@
 import { type Command, Option } from 'commander';
-import { type Flags, SETTINGS, type SettingName } from '../config.js';
+import { type Flags, SETTINGS, type SettingName, type SettingSpec } from '../config.js';
 
 /** Adds the flags of these settings to a command, with the environment variable and default in the help. */
 export function addSettingFlags(command: Command, names: readonly SettingName[]): Command {
   for (const name of names) {
-    const spec: { env: string; flag?: string; default?: string; description: string } = SETTINGS[name];
+    const spec: SettingSpec = SETTINGS[name];
     if (!spec.flag) continue;
     const isBoolean = spec.default === 'false';
     const flag = isBoolean ? spec.flag : `${spec.flag} <value>`;
@@ -21,7 +21,7 @@ export function addSettingFlags(command: Command, names: readonly SettingName[])
 export function collectFlags(options: Record<string, unknown>, names: readonly SettingName[]): Flags {
   const flags: Flags = {};
   for (const name of names) {
-    const spec: { flag?: string } = SETTINGS[name];
+    const spec: SettingSpec = SETTINGS[name];
     if (!spec.flag) continue;
     const value = options[new Option(spec.flag).attributeName()];
     if (value === undefined) continue;
