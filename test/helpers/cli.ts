@@ -1,0 +1,73 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** The built CLI (npm test builds it first: see the `pretest` script). */
+export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The last stdout line parsed as JSON (the run summary), if any. */
+  readonly summary: Record<string, unknown> | undefined;
+}
+
+export interface CliRun {
+  readonly child: ChildProcess;
+  readonly done: Promise<CliResult>;
+  /** Resolves when stderr has printed a line containing `text`. */
+  waitForOutput(text: string): Promise<void>;
+}
+
+/**
+ * Starts the CLI as a child process with exactly `env` (plus PATH), never the test process's own environment,
+ * so that nothing leaks in from the developer's shell.
+ */
+export function startCli(args: readonly string[], env: Record<string, string>): CliRun {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const waiters: { text: string; resolve: () => void }[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    for (const w of [...waiters]) {
+      if (stderr.includes(w.text)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    }
+  });
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      const last = stdout.trim().split('\n').at(-1);
+      let summary: Record<string, unknown> | undefined;
+      try {
+        summary = last ? (JSON.parse(last) as Record<string, unknown>) : undefined;
+      } catch {
+        summary = undefined;
+      }
+      resolve({ code, signal, stdout, stderr, summary });
+    });
+  });
+  return {
+    child,
+    done,
+    waitForOutput(text: string) {
+      if (stderr.includes(text)) return Promise.resolve();
+      return new Promise<void>((resolve) => waiters.push({ text, resolve }));
+    },
+  };
+}
+
+/** Runs the CLI to the end. */
+export function runCli(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
+  return startCli(args, env).done;
+}
