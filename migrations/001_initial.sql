@@ -52,3 +52,30 @@ CREATE TABLE {{schema}}.sync_state (
   cursor_date date,
   updated_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Field -> column registry: the API's field names are arbitrary text, columns are validated identifiers
+-- (src/load/column-naming.ts). Column types are read from the catalog, so that an operator's manual widening
+-- (e.g. to text or jsonb, to accept a value the connector refused) is honoured.
+CREATE TABLE {{schema}}.field_columns (
+  field text PRIMARY KEY,
+  column_name text NOT NULL UNIQUE,
+  added_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO {{schema}}.field_columns (field, column_name) VALUES
+  ('brand', 'brand'), ('market', 'market'), ('channel', 'channel');
+
+-- Resume progress of the window stages. UNLOGGED like the stage tables themselves (stage_<start>_<end>_posts
+-- and _segments, created per window by the loader): a server crash truncates both together, so the progress
+-- can never claim pages that the stage lost.
+CREATE UNLOGGED TABLE {{schema}}.stage_progress (
+  window_start date NOT NULL,
+  window_end date NOT NULL,
+  report_id text NOT NULL,
+  pages_staged integer NOT NULL DEFAULT 0,
+  next_page text,
+  rows_staged bigint NOT NULL DEFAULT 0,
+  stage_posts text NOT NULL,
+  stage_segments text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (window_start, window_end)
+);

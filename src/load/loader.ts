@@ -1,0 +1,457 @@
+/*
+ * Window-atomic loads. Each window is staged page by page into two UNLOGGED tables of its own
+ * (stage_<start>_<end>_posts / _segments) by COPY, with its resume progress in the UNLOGGED stage_progress
+ * table, written in the same transaction as the page: a server crash truncates stage and progress together, so
+ * they never disagree. commitWindows then replaces, in one transaction, everything loaded before for the dates
+ * of the windows with the staged rows (DELETE + set-based INSERT … SELECT): readers see the old window or the
+ * new one, never a mix, and a killed connection leaves the old contents.
+ *
+ * Value rules (see field-types.ts, schema-evolution.ts, copy-encoding.ts): new fields get typed nullable
+ * columns, bigint widens to numeric, a value a column cannot take fails the window with
+ * DataError('FIELD_TYPE_MISMATCH'), NUL characters become U+FFFD (counted, logged), a post id repeated within a
+ * report keeps its last occurrence.
+ */
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { isIsoDate } from '../config.js';
+import { StoreError } from '../errors.js';
+import type { MappedPost } from '../extract/post-record.js';
+import type { Logger } from '../logger.js';
+import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './copy-encoding.js';
+import { asStoreError, withTransaction } from './database.js';
+import { columnTypeOf } from './field-types.js';
+import type { Target } from './migrate.js';
+import * as q from './queries.js';
+import { evolvePosts, planPage, type Registry, readRegistry } from './schema-evolution.js';
+
+/** A report window: dates YYYY-MM-DD, both inclusive. */
+export interface WindowKey {
+  start: string;
+  end: string;
+}
+
+/** What is staged of a window for one report. */
+export interface StageProgress {
+  reportId: string;
+  /** Pages staged so far; the next page to stage has this index (pages count from 0). */
+  pagesStaged: number;
+  /** The next_page token of the last staged page: where to resume; null when complete or nothing is staged. */
+  nextPage: string | null;
+  rowsStaged: number;
+}
+
+/** One page of a report, as the extractor read it. */
+export interface StagedPage {
+  /** 0 for the first page, then 1, 2, … */
+  index: number;
+  /** The page's next_page token (null on the last page). */
+  nextPage: string | null;
+  posts: readonly MappedPost[];
+}
+
+export interface OpenWindowOptions {
+  /** Filters recorded on a new report_windows row (default: the target's filters in sync_state). */
+  filters?: unknown;
+}
+
+interface ProgressRow {
+  report_id: string;
+  pages_staged: number;
+  next_page: string | null;
+  rows_staged: string;
+  stage_posts: string;
+  stage_segments: string;
+}
+
+/** Stages report pages per window and swaps whole windows into posts and post_custom_segments. */
+export class Loader {
+  readonly #pool: pg.Pool;
+  readonly #target: Target;
+  readonly #logger: Logger;
+
+  constructor(pool: pg.Pool, target: Target, logger: Logger) {
+    this.#pool = pool;
+    this.#target = target;
+    this.#logger = logger;
+  }
+
+  /**
+   * Prepares (or resumes) the stage of a window for this report. Returns what is already staged for that SAME
+   * report (so a restart can continue from nextPage without downloading staged pages again); a different report
+   * id discards the old stage. Creates the report_windows row (status 'staging') if absent, else records the
+   * report id on it.
+   */
+  async openWindow(
+    window: WindowKey,
+    reportId: string,
+    signal?: AbortSignal,
+    options: OpenWindowOptions = {},
+  ): Promise<StageProgress> {
+    checkWindow(window);
+    signal?.throwIfAborted();
+    const { schema } = this.#target;
+    const names = stageNames(window);
+    try {
+      return await withTransaction(this.#pool, async (client) => {
+        await client.query(q.lockKey, [q.windowLockKey(schema, window.start, window.end)]);
+        await client.query(q.openReportWindow(schema), [
+          window.start,
+          window.end,
+          reportId,
+          options.filters === undefined ? null : JSON.stringify(options.filters),
+        ]);
+        const found = await client.query<ProgressRow>(q.readProgress(schema, true), [
+          window.start,
+          window.end,
+        ]);
+        const row = found.rows[0];
+        if (row && row.report_id === reportId && (await this.#stageExists(client, row))) {
+          await client.query(q.reportWindowPages(schema), [window.start, window.end, row.pages_staged]);
+          const progress = toProgress(row);
+          this.#logger.info({ window: label(window), ...progress }, 'resuming staged window');
+          return progress;
+        }
+        if (row) {
+          this.#logger.info(
+            { window: label(window), oldReportId: row.report_id, reportId },
+            'discarding the stage of another report',
+          );
+        }
+        await client.query(q.dropTable(schema, names.posts));
+        await client.query(q.dropTable(schema, names.segments));
+        await client.query(q.createStagePosts(schema, names.posts));
+        await client.query(q.createStageSegments(schema, names.segments));
+        await client.query(q.resetProgress(schema), [
+          window.start,
+          window.end,
+          reportId,
+          names.posts,
+          names.segments,
+        ]);
+        await client.query(q.reportWindowPages(schema), [window.start, window.end, 0]);
+        return { reportId, pagesStaged: 0, nextPage: null, rowsStaged: 0 };
+      });
+    } catch (error) {
+      throw asStoreError(`opening window ${label(window)}`, error);
+    }
+  }
+
+  /**
+   * Stages one page: schema evolution of posts for new fields first (its own short DDL transaction), then, in
+   * ONE transaction, the stage's columns, the COPY of posts and segments, and the progress (page index +
+   * next_page token), so that stage and progress agree. Pages must come in order: a page already staged is
+   * skipped (a retry after a lost acknowledgement), a gap is a StoreError.
+   */
+  async stagePage(window: WindowKey, page: StagedPage, signal?: AbortSignal): Promise<void> {
+    checkWindow(window);
+    if (page.posts.length >= MAX_PAGE_ROWS) {
+      throw new StoreError(
+        'DB_ERROR',
+        `page ${page.index} of window ${label(window)} has ${page.posts.length} posts, more than a page can hold`,
+      );
+    }
+    signal?.throwIfAborted();
+    const { schema } = this.#target;
+    const place = { window: label(window), page: page.index };
+    try {
+      let registry = await readRegistry(this.#pool, this.#target);
+      let plan = planPage(page.posts, registry, place);
+      for (let round = 0; plan.changes.length > 0; round++) {
+        if (round >= 5)
+          throw new StoreError(
+            'DB_ERROR',
+            `columns for window ${label(window)} page ${page.index} keep changing`,
+          );
+        signal?.throwIfAborted();
+        registry = await evolvePosts(this.#pool, this.#target, this.#logger, plan.changes);
+        plan = planPage(page.posts, registry, place);
+      }
+      const columns = pageColumns(plan.fields, registry);
+      const stats: EncodeStats = { nulReplaced: 0 };
+      const text = encodePage(page.posts, page.index, columns, stats);
+      signal?.throwIfAborted();
+      const staged = await withTransaction(this.#pool, async (client) => {
+        const found = await client.query<ProgressRow>(q.readProgress(schema, true), [
+          window.start,
+          window.end,
+        ]);
+        const row = found.rows[0];
+        if (!row)
+          throw new StoreError('DB_ERROR', `window ${label(window)} is not open: call openWindow first`);
+        if (page.index < row.pages_staged) return false;
+        if (page.index > row.pages_staged) {
+          throw new StoreError(
+            'DB_ERROR',
+            `window ${label(window)}: page ${page.index} arrived but ${row.pages_staged} is next`,
+          );
+        }
+        if (row.pages_staged > 0 && row.next_page === null) {
+          throw new StoreError(
+            'DB_ERROR',
+            `window ${label(window)}: page ${page.index} arrived after the last page`,
+          );
+        }
+        await this.#fitStageColumns(client, row.stage_posts, columns, registry);
+        await copyIn(
+          client,
+          q.copyStagePosts(
+            schema,
+            row.stage_posts,
+            columns.map((c) => c.column),
+          ),
+          text.posts,
+          signal,
+        );
+        if (text.segmentRows > 0) {
+          await copyIn(client, q.copyStageSegments(schema, row.stage_segments), text.segments, signal);
+        }
+        await client.query(q.advanceProgress(schema), [
+          window.start,
+          window.end,
+          page.index + 1,
+          page.nextPage,
+          page.posts.length,
+        ]);
+        await client.query(q.reportWindowPages(schema), [window.start, window.end, page.index + 1]);
+        return true;
+      });
+      if (!staged) {
+        this.#logger.debug({ ...place }, 'page already staged: skipped');
+        return;
+      }
+      if (stats.nulReplaced > 0) {
+        this.#logger.warn({ ...place, count: stats.nulReplaced }, 'NUL characters replaced by U+FFFD');
+      }
+      this.#logger.debug({ ...place, posts: page.posts.length }, 'page staged');
+    } catch (error) {
+      throw asStoreError(`staging window ${label(window)} page ${page.index}`, error);
+    }
+  }
+
+  /**
+   * Atomically replaces, in one transaction, everything loaded before for the dates these windows cover with
+   * what is staged for them; marks their report_windows rows 'loaded' with row_count and finished_at, deletes
+   * the report_windows rows of the old windows they replaced, drops the stages. Each window must be completely
+   * staged (its last staged page had no next page; an empty report is one empty page). Throws StoreError
+   * ('SCHEMA_MISMATCH') if an old loaded window overlapping them is not entirely covered by the union of
+   * `windows`, or if the windows overlap each other: a date is never counted twice, and never lost.
+   */
+  async commitWindows(windows: readonly WindowKey[], signal?: AbortSignal): Promise<{ rows: number }> {
+    if (windows.length === 0) return { rows: 0 };
+    for (const window of windows) checkWindow(window);
+    const sorted = [...windows].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+    for (let i = 1; i < sorted.length; i++) {
+      if (sorted[i]!.start <= sorted[i - 1]!.end) {
+        throw new StoreError(
+          'SCHEMA_MISMATCH',
+          `windows ${label(sorted[i - 1]!)} and ${label(sorted[i]!)} overlap`,
+        );
+      }
+    }
+    signal?.throwIfAborted();
+    const { schema } = this.#target;
+    const what = `committing ${sorted.map(label).join(', ')}`;
+    try {
+      // Fresh statistics for the swap's sort and join; outside the swap so that it stays short.
+      for (const window of sorted) {
+        const names = stageNames(window);
+        await this.#pool.query(q.analyze(schema, names.posts));
+        await this.#pool.query(q.analyze(schema, names.segments));
+      }
+      signal?.throwIfAborted();
+      const rows = await withTransaction(this.#pool, async (client) => {
+        await client.query(q.lockKey, [q.swapLockKey(schema)]);
+        const progress: ProgressRow[] = [];
+        for (const window of sorted) {
+          const found = await client.query<ProgressRow>(q.readProgress(schema, true), [
+            window.start,
+            window.end,
+          ]);
+          const row = found.rows[0];
+          if (!row || row.pages_staged === 0 || row.next_page !== null) {
+            throw new StoreError(
+              'DB_ERROR',
+              `window ${label(window)} is not completely staged (${row ? `${row.pages_staged} pages, next page pending` : 'not open'})`,
+            );
+          }
+          progress.push(row);
+        }
+        const starts = sorted.map((w) => w.start);
+        const ends = sorted.map((w) => w.end);
+        const replaced = await client.query<{ start: string; end: string; covered: boolean }>(
+          q.replacedWindows(schema),
+          // Sorted and disjoint: the last window ends last.
+          [starts, ends, starts[0], ends[ends.length - 1]],
+        );
+        const uncovered = replaced.rows.filter((r) => !r.covered);
+        if (uncovered.length > 0) {
+          throw new StoreError(
+            'SCHEMA_MISMATCH',
+            `loaded window ${uncovered.map((r) => `${r.start}..${r.end}`).join(', ')} is only partly covered by ${sorted.map(label).join(', ')}: commit windows that cover it entirely`,
+          );
+        }
+        const oldStarts = replaced.rows.map((r) => r.start);
+        const oldEnds = replaced.rows.map((r) => r.end);
+        if (replaced.rows.length > 0) {
+          await client.query(q.deleteSegments(schema), [oldStarts]);
+          await client.query(q.deletePosts(schema), [oldStarts, oldEnds]);
+        }
+        const postsColumns = await columnsOf(client, schema, 'posts');
+        let total = 0;
+        for (let i = 0; i < sorted.length; i++) {
+          signal?.throwIfAborted();
+          const window = sorted[i]!;
+          const row = progress[i]!;
+          const stageColumns = await columnsOf(client, schema, row.stage_posts);
+          const swapColumns: q.SwapColumn[] = [];
+          for (const name of stageColumns.keys()) {
+            if (name === '_seq' || name === '_id') continue;
+            const postsType = postsColumns.get(name);
+            if (postsType === undefined) {
+              throw new StoreError(
+                'SCHEMA_MISMATCH',
+                `column ${JSON.stringify(name)} of the stage is missing from posts`,
+              );
+            }
+            swapColumns.push(
+              columnTypeOf(postsType) === 'other' ? { column: name, castTo: postsType } : { column: name },
+            );
+          }
+          const inserted = await client.query(
+            q.insertPosts(schema, this.#target.postIdField, row.stage_posts, swapColumns),
+            [window.start, window.end, row.report_id],
+          );
+          await client.query(
+            q.insertSegments(schema, this.#target.postIdField, row.stage_posts, row.stage_segments),
+            [window.start],
+          );
+          const count = inserted.rowCount ?? 0;
+          total += count;
+          await client.query(q.markLoaded(schema), [
+            window.start,
+            window.end,
+            row.report_id,
+            row.pages_staged,
+            count,
+          ]);
+        }
+        const isNew = new Set(sorted.map((w) => `${w.start}/${w.end}`));
+        const gone = replaced.rows.filter((r) => !isNew.has(`${r.start}/${r.end}`));
+        if (gone.length > 0) {
+          await client.query(q.deleteReportWindows(schema), [
+            gone.map((r) => r.start),
+            gone.map((r) => r.end),
+          ]);
+        }
+        for (const row of progress) {
+          await client.query(q.dropTable(schema, row.stage_posts));
+          await client.query(q.dropTable(schema, row.stage_segments));
+        }
+        for (const window of sorted) await client.query(q.deleteProgress(schema), [window.start, window.end]);
+        return total;
+      });
+      this.#logger.info({ windows: sorted.map(label), rows }, 'windows loaded');
+      return { rows };
+    } catch (error) {
+      throw asStoreError(what, error);
+    }
+  }
+
+  /** Drops the stage of a window and its progress; what is loaded and report_windows stay as they are. */
+  async discardWindow(window: WindowKey): Promise<void> {
+    checkWindow(window);
+    const { schema } = this.#target;
+    const names = stageNames(window);
+    try {
+      await withTransaction(this.#pool, async (client) => {
+        await client.query(q.lockKey, [q.windowLockKey(schema, window.start, window.end)]);
+        await client.query(q.dropTable(schema, names.posts));
+        await client.query(q.dropTable(schema, names.segments));
+        await client.query(q.deleteProgress(schema), [window.start, window.end]);
+      });
+    } catch (error) {
+      throw asStoreError(`discarding window ${label(window)}`, error);
+    }
+  }
+
+  async #stageExists(client: pg.PoolClient, row: ProgressRow): Promise<boolean> {
+    const { schema } = this.#target;
+    const result = await client.query<{ posts: string | null; segments: string | null }>(
+      'SELECT to_regclass($1)::text AS posts, to_regclass($2)::text AS segments',
+      [q.qualified(schema, row.stage_posts), q.qualified(schema, row.stage_segments)],
+    );
+    const found = result.rows[0];
+    return found?.posts != null && found.segments != null;
+  }
+
+  // The stage's columns follow posts: added when a page first needs them, retyped when posts widened.
+  async #fitStageColumns(
+    client: pg.PoolClient,
+    stage: string,
+    columns: readonly PageColumn[],
+    registry: Registry,
+  ): Promise<void> {
+    const { schema } = this.#target;
+    const have = await columnsOf(client, schema, stage);
+    for (const column of columns) {
+      const info = registry.byField.get(column.field)!;
+      const want = info.type === 'other' ? 'text' : q.sqlType(info.type, info.sqlType);
+      const current = have.get(column.column);
+      if (current === undefined) await client.query(q.addColumn(schema, stage, column.column, want));
+      else if (current !== want) await client.query(q.alterColumnType(schema, stage, column.column, want));
+    }
+  }
+}
+
+function pageColumns(fields: ReadonlyMap<string, unknown>, registry: Registry): PageColumn[] {
+  const columns: PageColumn[] = [];
+  for (const field of fields.keys()) {
+    const info = registry.byField.get(field);
+    if (!info?.exists)
+      throw new StoreError('DB_ERROR', `field ${JSON.stringify(field)} has no column after schema evolution`);
+    columns.push({ field, column: info.column, type: info.type });
+  }
+  return columns;
+}
+
+async function copyIn(client: pg.PoolClient, sql: string, text: string, signal?: AbortSignal): Promise<void> {
+  if (text.length === 0) return;
+  const stream = client.query(copyFrom(sql));
+  await pipeline(Readable.from([Buffer.from(text, 'utf8')]), stream, signal ? { signal } : {});
+}
+
+async function columnsOf(client: pg.PoolClient, schema: string, table: string): Promise<Map<string, string>> {
+  const result = await client.query<{ name: string; sql_type: string }>(q.readColumns, [
+    q.qualified(schema, table),
+  ]);
+  return new Map(result.rows.map((r) => [r.name, r.sql_type]));
+}
+
+function checkWindow(window: WindowKey): void {
+  if (!isIsoDate(window.start) || !isIsoDate(window.end) || window.end < window.start) {
+    throw new StoreError(
+      'DB_ERROR',
+      `invalid window ${JSON.stringify(window)}: need dates YYYY-MM-DD, start <= end`,
+    );
+  }
+}
+
+function stageNames(window: WindowKey): { posts: string; segments: string } {
+  const base = `stage_${window.start.replaceAll('-', '')}_${window.end.replaceAll('-', '')}`;
+  return { posts: `${base}_posts`, segments: `${base}_segments` };
+}
+
+function label(window: WindowKey): string {
+  return `${window.start}..${window.end}`;
+}
+
+function toProgress(row: ProgressRow): StageProgress {
+  return {
+    reportId: row.report_id,
+    pagesStaged: row.pages_staged,
+    nextPage: row.next_page,
+    rowsStaged: Number(row.rows_staged),
+  };
+}

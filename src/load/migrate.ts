@@ -1,0 +1,176 @@
+/*
+ * A small forward-only migrator. Maintained libraries (node-pg-migrate, graphile-migrate, postgrator) were
+ * considered: none can template identifiers per deployment, and this connector's schema name and post id column
+ * are chosen by configuration ({{schema}}, {{post_id}}), so the ~100 lines below are the honest price.
+ * Rules: files `NNN_name.sql`, applied in number order, each once in its own transaction, recorded with a
+ * checksum of the file as written (an applied file that was edited is refused), all under a session advisory
+ * lock keyed by the schema so that two processes starting together apply each migration exactly once.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { EtlError, StoreError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { asStoreError } from './database.js';
+
+/** Where the connector's tables live. */
+export interface Target {
+  /** The PostgreSQL schema holding every table. */
+  schema: string;
+  /** The post id field of the API, which is also the name of the post id column. */
+  postIdField: string;
+}
+
+export interface MigrateOptions {
+  /** Directory of the NNN_name.sql files (default: `migrations/` of this package). */
+  migrationsDir?: string;
+}
+
+interface MigrationFile {
+  readonly name: string;
+  readonly sql: string;
+  readonly checksum: string;
+}
+
+const FILE_NAME = /^(\d{3})_[a-z0-9_]+\.sql$/;
+
+/**
+ * Applies the pending migrations to the target schema (created if absent) and returns the names applied now.
+ * Throws StoreError('SCHEMA_MISMATCH') when an applied migration was edited, or when the schema was created
+ * for another post id column.
+ */
+export async function migrate(
+  pool: pg.Pool,
+  target: Target,
+  logger: Logger,
+  signal?: AbortSignal,
+  options: MigrateOptions = {},
+): Promise<{ applied: string[] }> {
+  const files = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
+  const schema = pg.escapeIdentifier(target.schema);
+  const client = await pool.connect();
+  const onError = (): void => {};
+  client.on('error', onError);
+  let broken: Error | undefined;
+  let locked = false;
+  try {
+    signal?.throwIfAborted();
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [
+      `post-reports-etl:migrate:${target.schema}`,
+    ]);
+    locked = true;
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
+         name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const done = new Map<string, string>();
+    const rows = await client.query<{ name: string; checksum: string }>(
+      `SELECT name, checksum FROM ${schema}.schema_migrations`,
+    );
+    for (const row of rows.rows) done.set(row.name, row.checksum);
+    const applied: string[] = [];
+    for (const file of files) {
+      const checksum = done.get(file.name);
+      if (checksum !== undefined) {
+        if (checksum !== file.checksum) {
+          throw new StoreError(
+            'SCHEMA_MISMATCH',
+            `migration ${file.name} was edited after it was applied to schema ${target.schema}; add a new migration instead`,
+          );
+        }
+        continue;
+      }
+      signal?.throwIfAborted();
+      await client.query('BEGIN');
+      try {
+        await client.query(render(file.sql, target));
+        await client.query(`INSERT INTO ${schema}.schema_migrations (name, checksum) VALUES ($1, $2)`, [
+          file.name,
+          file.checksum,
+        ]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw asStoreError(`migration ${file.name}`, error);
+      }
+      applied.push(file.name);
+      logger.info({ migration: file.name, schema: target.schema }, 'migration applied');
+    }
+    await checkPostIdColumn(client, target);
+    return { applied };
+  } catch (error) {
+    if (!(error instanceof EtlError) && error instanceof Error && error.name !== 'AbortError') broken = error;
+    throw asStoreError('migrate', error);
+  } finally {
+    if (locked && broken === undefined) {
+      await client
+        .query('SELECT pg_advisory_unlock(hashtext($1))', [`post-reports-etl:migrate:${target.schema}`])
+        .catch((error: unknown) => {
+          broken = error instanceof Error ? error : new Error(String(error));
+        });
+    }
+    client.off('error', onError);
+    // A connection that failed mid-way is destroyed, which also frees its session advisory lock.
+    client.release(broken);
+  }
+}
+
+/** Replaces the identifier placeholders with quoted identifiers. */
+export function render(sql: string, target: Target): string {
+  return sql
+    .replaceAll('{{schema}}', pg.escapeIdentifier(target.schema))
+    .replaceAll('{{post_id}}', pg.escapeIdentifier(target.postIdField));
+}
+
+async function readMigrations(dir: string): Promise<MigrationFile[]> {
+  const names = (await readdir(dir)).filter((name) => name.endsWith('.sql')).sort();
+  const numbers = new Set<string>();
+  const files: MigrationFile[] = [];
+  for (const name of names) {
+    const match = FILE_NAME.exec(name);
+    if (!match?.[1])
+      throw new StoreError(
+        'SCHEMA_MISMATCH',
+        `migration file name ${JSON.stringify(name)} is not NNN_name.sql`,
+      );
+    if (numbers.has(match[1]))
+      throw new StoreError('SCHEMA_MISMATCH', `two migrations are numbered ${match[1]}`);
+    numbers.add(match[1]);
+    const sql = await readFile(join(dir, name), 'utf8');
+    files.push({ name, sql, checksum: createHash('sha256').update(sql).digest('hex') });
+  }
+  return files;
+}
+
+// Works from src/load (tests, tsx) and from dist/src/load (the published package): the first ancestor holding
+// package.json and migrations/.
+function defaultMigrationsDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'migrations')))
+      return join(dir, 'migrations');
+    const parent = dirname(dir);
+    if (parent === dir)
+      throw new StoreError('SCHEMA_MISMATCH', 'cannot find the migrations directory of the package');
+    dir = parent;
+  }
+}
+
+async function checkPostIdColumn(client: pg.PoolClient, target: Target): Promise<void> {
+  const result = await client.query<{ type: string }>(
+    `SELECT format_type(a.atttypid, a.atttypmod) AS type
+       FROM pg_attribute a
+      WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND NOT a.attisdropped`,
+    [`${pg.escapeIdentifier(target.schema)}.posts`, target.postIdField],
+  );
+  if (result.rows[0]?.type !== 'bigint') {
+    throw new StoreError(
+      'SCHEMA_MISMATCH',
+      `schema ${target.schema} has no bigint post id column ${JSON.stringify(target.postIdField)}: it was created for another post id field`,
+    );
+  }
+}

@@ -1,0 +1,169 @@
+/*
+ * Schema evolution of the posts table: a field seen for the first time gets a nullable column typed from its
+ * values (field-types.ts), a bigint column widens to numeric when a value needs it. The DDL runs in its own
+ * short transaction under a transaction-level advisory lock keyed by the schema, and re-reads the catalog
+ * under that lock, so windows staging concurrently (in this process or another) add each column once.
+ *
+ * Values a column cannot take fail the window: DataError('FIELD_TYPE_MISMATCH') naming the field, its column
+ * type, the value's kind, the window and the page. A demanding user wants to know, not to find later that
+ * some values were parked in a side column nobody reads. The remedy is explicit: an operator widens the
+ * column (ALTER TABLE … TYPE text or jsonb; types are read from the catalog, the loader follows) and re-runs.
+ * A field whose values are all null gets no column until a non-null value types it: its rows read NULL anyway.
+ */
+import type pg from 'pg';
+import { DataError } from '../errors.js';
+import type { MappedPost } from '../extract/post-record.js';
+import type { Logger } from '../logger.js';
+import { chooseColumnName } from './column-naming.js';
+import { withTransaction } from './database.js';
+import { type ColumnType, columnTypeFor, columnTypeOf, fitOf, kindOf } from './field-types.js';
+import type { Target } from './migrate.js';
+import { DUPLICATE_COLUMN, sqlState } from './pg-error-codes.js';
+import * as q from './queries.js';
+
+/** A field's column in the posts table. */
+export interface ColumnInfo {
+  readonly column: string;
+  readonly type: ColumnType;
+  /** The catalog's spelling of the type (format_type), for stage columns of hand-set types. */
+  readonly sqlType: string;
+  /** False when the registry names a column that is not (or no longer) in posts. */
+  readonly exists: boolean;
+}
+
+export interface Registry {
+  readonly byField: ReadonlyMap<string, ColumnInfo>;
+  /** Every column name of posts plus every registered one: new names must avoid them. */
+  readonly taken: ReadonlySet<string>;
+}
+
+export interface ColumnChange {
+  readonly field: string;
+  readonly action: 'add' | 'widen';
+  readonly type: Exclude<ColumnType, 'other'>;
+}
+
+export interface PagePlan {
+  /** The fields with a non-null value in the page, with the column type they need. */
+  readonly fields: ReadonlyMap<string, ColumnType>;
+  readonly changes: readonly ColumnChange[];
+}
+
+/** Where a page comes from, for error messages. */
+export interface PagePlace {
+  readonly window: string;
+  readonly page: number;
+}
+
+/** Reads the field→column registry with the current column types of posts. */
+export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Target): Promise<Registry> {
+  const result = await client.query<{ field: string | null; column_name: string; sql_type: string | null }>(
+    q.readRegistry(target.schema),
+    [q.qualified(target.schema, 'posts')],
+  );
+  const byField = new Map<string, ColumnInfo>();
+  const taken = new Set<string>();
+  for (const row of result.rows) {
+    taken.add(row.column_name);
+    if (row.field === null) continue;
+    byField.set(row.field, {
+      column: row.column_name,
+      type: row.sql_type === null ? 'other' : columnTypeOf(row.sql_type),
+      sqlType: row.sql_type ?? 'text',
+      exists: row.sql_type !== null,
+    });
+  }
+  return { byField, taken };
+}
+
+/**
+ * Types the fields of a page against the registry: which columns the page needs, which must be added or
+ * widened first. Throws DataError('FIELD_TYPE_MISMATCH') for a value no column type here can take.
+ */
+export function planPage(posts: readonly MappedPost[], registry: Registry, place: PagePlace): PagePlan {
+  const types = new Map<string, ColumnType>();
+  const added = new Set<string>();
+  for (let i = 0; i < posts.length; i++) {
+    const fields = posts[i]!.fields;
+    for (const field in fields) {
+      const value = fields[field];
+      if (value === null || value === undefined) continue;
+      const kind = kindOf(value);
+      let type = types.get(field);
+      if (type === undefined) {
+        const info = registry.byField.get(field);
+        if (info?.exists) type = info.type;
+        else {
+          type = columnTypeFor(kind);
+          added.add(field);
+        }
+        types.set(field, type);
+      }
+      const f = fitOf(type, kind);
+      if (f === 'widen') types.set(field, 'numeric');
+      else if (f === 'mismatch') {
+        throw new DataError(
+          'FIELD_TYPE_MISMATCH',
+          `field ${JSON.stringify(field)} holds a ${kind} value in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
+        );
+      }
+    }
+  }
+  const changes: ColumnChange[] = [];
+  for (const [field, type] of types) {
+    if (type === 'other') continue;
+    if (added.has(field)) changes.push({ field, action: 'add', type });
+    else if (type === 'numeric' && registry.byField.get(field)?.type === 'bigint') {
+      changes.push({ field, action: 'widen', type });
+    }
+  }
+  return { fields: types, changes };
+}
+
+/**
+ * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry,
+ * logs each change, and returns the fresh registry.
+ */
+export async function evolvePosts(
+  pool: pg.Pool,
+  target: Target,
+  logger: Logger,
+  changes: readonly ColumnChange[],
+): Promise<Registry> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTransaction(pool, async (client) => {
+        await client.query(q.lockKey, [q.ddlLockKey(target.schema)]);
+        const registry = await readRegistry(client, target);
+        const taken = new Set(registry.taken);
+        let changed = false;
+        for (const change of changes) {
+          const info = registry.byField.get(change.field);
+          if (change.action === 'add' && !info?.exists) {
+            const column = info?.column ?? chooseColumnName(change.field, taken);
+            taken.add(column);
+            await client.query(q.addColumn(target.schema, 'posts', column, change.type));
+            if (!info) await client.query(q.registerField(target.schema), [change.field, column]);
+            logger.info(
+              { field: change.field, column, type: change.type },
+              'new field: column added to posts',
+            );
+            changed = true;
+          } else if (change.action === 'widen' && info?.type === 'bigint') {
+            await client.query(q.widenToNumeric(target.schema, 'posts', info.column));
+            logger.info(
+              { field: change.field, column: info.column },
+              'column widened from bigint to numeric',
+            );
+            changed = true;
+          }
+        }
+        return changed ? await readRegistry(client, target) : registry;
+      });
+    } catch (error) {
+      // Someone outside the lock (an operator) added the same column name meanwhile: read again, choose again.
+      if (sqlState(error) === DUPLICATE_COLUMN && attempt < 3) continue;
+      throw error;
+    }
+  }
+}
