@@ -1,0 +1,86 @@
+import { cp, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StoreError } from '../../../src/errors.js';
+import { migrate } from '../../../src/load/migrate.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { captureLogger } from './load-fixtures.js';
+
+const db = await createTestDatabase();
+const { logger } = captureLogger();
+
+describe('migrate', () => {
+  it('creates the schema and tables once, even when two processes start together', async () => {
+    const target = { schema: 'together', postIdField: 'platform_post_id' };
+    const [a, b] = await Promise.all([migrate(db.pool, target, logger), migrate(db.pool, target, logger)]);
+    expect([...a.applied, ...b.applied]).toEqual(['001_initial.sql']);
+    const again = await migrate(db.pool, target, logger);
+    expect(again.applied).toEqual([]);
+    const tables = await db.pool.query<{ t: string }>(
+      `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'together' ORDER BY 1`,
+    );
+    expect(tables.rows.map((r) => r.t)).toEqual([
+      'field_columns',
+      'post_custom_segments',
+      'posts',
+      'report_windows',
+      'schema_migrations',
+      'stage_progress',
+      'sync_state',
+    ]);
+  });
+
+  it('quotes the schema and the post id column it substitutes', async () => {
+    const target = { schema: 'Odd "Schema"', postIdField: 'Brand_Post_ID' };
+    await migrate(db.pool, target, logger);
+    const cols = await db.pool.query<{ c: string; t: string }>(
+      `SELECT column_name AS c, data_type AS t FROM information_schema.columns
+        WHERE table_schema = $1 AND table_name = 'posts' AND ordinal_position = 1`,
+      [target.schema],
+    );
+    expect(cols.rows).toEqual([{ c: 'Brand_Post_ID', t: 'bigint' }]);
+  });
+
+  it('refuses a schema made for another post id column', async () => {
+    await migrate(db.pool, { schema: 'other_id', postIdField: 'platform_post_id' }, logger);
+    await expect(
+      migrate(db.pool, { schema: 'other_id', postIdField: 'acme_post_id' }, logger),
+    ).rejects.toThrow(/no bigint post id column "acme_post_id"/);
+  });
+
+  it('applies new files in order and refuses an applied file that was edited', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await cp('migrations', dir, { recursive: true });
+    const target = { schema: 'edited', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    await writeFile(join(dir, '002_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note text;\n');
+    expect((await migrate(db.pool, target, logger, undefined, { migrationsDir: dir })).applied).toEqual([
+      '002_more.sql',
+    ]);
+    await writeFile(join(dir, '002_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note2 text;\n');
+    const error = await migrate(db.pool, target, logger, undefined, { migrationsDir: dir }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).code).toBe('SCHEMA_MISMATCH');
+    expect((error as StoreError).message).toMatch(/002_more\.sql was edited/);
+    // The lock was released: a later run is not blocked.
+    await writeFile(join(dir, '002_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note text;\n');
+    expect((await migrate(db.pool, target, logger, undefined, { migrationsDir: dir })).applied).toEqual([]);
+  });
+
+  it('rolls back a failing migration entirely and records nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await cp('migrations', dir, { recursive: true });
+    await writeFile(join(dir, '002_bad.sql'), 'CREATE TABLE {{schema}}.half (a int);\nSELECT 1/0;\n');
+    const target = { schema: 'failing', postIdField: 'platform_post_id' };
+    await expect(migrate(db.pool, target, logger, undefined, { migrationsDir: dir })).rejects.toThrow(
+      /migration 002_bad\.sql failed \(22012\)/,
+    );
+    const half = await db.pool.query(`SELECT to_regclass('failing.half') AS r`);
+    expect(half.rows[0]).toEqual({ r: null });
+    const done = await db.pool.query<{ name: string }>('SELECT name FROM failing.schema_migrations');
+    expect(done.rows.map((r) => r.name)).toEqual(['001_initial.sql']);
+  });
+});
