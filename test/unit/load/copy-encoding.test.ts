@@ -9,7 +9,7 @@ import {
 import { encodePage, encodeValue, escapeCopyText } from '../../../src/load/copy-encoding.js';
 
 // The inverse of COPY text escaping, as PostgreSQL reads it (only the escapes the encoder writes).
-function unescape(field: string): string {
+function readCopyText(field: string): string {
   return field.replace(/\\(.)/g, (_, c: string) => ({ n: '\n', r: '\r', t: '\t', '\\': '\\' })[c] ?? c);
 }
 
@@ -36,7 +36,7 @@ describe('COPY encoding', () => {
         (text) => {
           const out = escapeCopyText(text, { nulReplaced: 0 });
           expect(out).not.toMatch(/[\t\n\r]/);
-          expect(unescape(out)).toBe(text);
+          expect(readCopyText(out)).toBe(text);
         },
       ),
     );

@@ -1,0 +1,391 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DataError, StoreError } from '../../../src/errors.js';
+import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/extract/post-record.js';
+import { Loader, type WindowKey } from '../../../src/load/loader.js';
+import { migrate } from '../../../src/load/migrate.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { captureLogger, idsOf, load, post, snapshot, stageAll, target } from './load-fixtures.js';
+
+const db = await createTestDatabase();
+const log = captureLogger();
+const loader = new Loader(db.pool, target, log.logger);
+
+beforeAll(async () => {
+  await migrate(db.pool, target, log.logger);
+});
+
+const seg = (name: string, value: string) => ({ name, value });
+
+function windowPosts(ids: readonly number[], tag: string): MappedPost[] {
+  return ids.map((id) =>
+    post(id, { brand: `b${id}`, engagements: id * 10, roas: new ExactNumber(`${id}.25`), note: tag }, [
+      seg('Region', id % 2 ? 'North' : 'South'),
+      seg('Campaign Type', 'Always On'),
+    ]),
+  );
+}
+
+async function reportWindow(window: WindowKey): Promise<Record<string, unknown> | undefined> {
+  const result = await db.pool.query(
+    `SELECT status, report_id, pages_staged, row_count::int AS row_count, finished_at IS NOT NULL AS finished
+       FROM post_reports.report_windows WHERE window_start = $1 AND window_end = $2`,
+    [window.start, window.end],
+  );
+  return result.rows[0];
+}
+
+async function columnType(column: string): Promise<string | undefined> {
+  const result = await db.pool.query<{ t: string }>(
+    `SELECT data_type AS t FROM information_schema.columns
+      WHERE table_schema = 'post_reports' AND table_name = 'posts' AND column_name = $1`,
+    [column],
+  );
+  return result.rows[0]?.t;
+}
+
+describe('window-atomic loads', () => {
+  it('reloading a window yields identical tables', async () => {
+    const w = { start: '2026-01-01', end: '2026-01-07' };
+    const pages = [windowPosts([1, 2, 3], 'a'), windowPosts([4, 5], 'a')];
+    expect(await load(loader, w, 'r1', pages)).toBe(5);
+    const first = await snapshot(db.pool);
+    expect(first.posts).toHaveLength(5);
+    expect(first.segments).toHaveLength(10);
+    expect(await reportWindow(w)).toEqual({
+      status: 'loaded',
+      report_id: 'r1',
+      pages_staged: 2,
+      row_count: 5,
+      finished: true,
+    });
+    expect(await load(loader, w, 'r1', pages)).toBe(5);
+    expect(await snapshot(db.pool)).toEqual(first);
+  });
+
+  it('a post that disappeared from a re-run window is gone, with its segments', async () => {
+    const w = { start: '2026-01-01', end: '2026-01-07' };
+    await load(loader, w, 'r2', [windowPosts([1, 2, 3], 'b')]);
+    expect(await idsOf(db.pool, w)).toEqual(['1', '2', '3']);
+    const segments = await db.pool.query(
+      `SELECT count(*)::int AS n FROM post_reports.post_custom_segments WHERE platform_post_id IN (4, 5)`,
+    );
+    expect(segments.rows[0]).toEqual({ n: 0 });
+    // An empty report (one empty page) empties the window.
+    await load(loader, w, 'r3', [[]]);
+    expect(await idsOf(db.pool, w)).toEqual([]);
+    expect(await reportWindow(w)).toMatchObject({ status: 'loaded', row_count: 0 });
+  });
+
+  it('windows of another size replace the old ones without counting a date twice or losing one', async () => {
+    const a = { start: '2026-02-01', end: '2026-02-07' };
+    const b = { start: '2026-02-08', end: '2026-02-14' };
+    await load(loader, a, 'ra', [windowPosts([1, 2], 'week')]);
+    await load(loader, b, 'rb', [windowPosts([1, 3], 'week')]);
+    const c = { start: '2026-02-01', end: '2026-02-10' };
+    const d = { start: '2026-02-11', end: '2026-02-20' };
+    await stageAll(loader, c, 'rc', [windowPosts([1, 2, 3], 'ten')]);
+    const before = await snapshot(db.pool);
+    // C alone would cover only part of B: refused, nothing changed.
+    const error = await loader.commitWindows([c]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toMatch(/2026-02-08\.\.2026-02-14 is only partly covered/);
+    expect(await snapshot(db.pool)).toEqual(before);
+    await stageAll(loader, d, 'rd', [windowPosts([4], 'ten')]);
+    expect((await loader.commitWindows([c, d])).rows).toBe(4);
+    const windows = await db.pool.query<{ s: string; e: string; n: number }>(
+      `SELECT _window_start::text AS s, _window_end::text AS e, count(*)::int AS n FROM post_reports.posts
+        WHERE _window_start >= '2026-02-01' AND _window_start <= '2026-02-28' GROUP BY 1, 2 ORDER BY 1`,
+    );
+    expect(windows.rows).toEqual([
+      { s: '2026-02-01', e: '2026-02-10', n: 3 },
+      { s: '2026-02-11', e: '2026-02-20', n: 1 },
+    ]);
+    expect(await reportWindow(a)).toBeUndefined();
+    expect(await reportWindow(b)).toBeUndefined();
+    expect(await reportWindow(c)).toMatchObject({ status: 'loaded', row_count: 3 });
+    // Overlapping windows in one commit would count their shared dates twice: refused.
+    await expect(loader.commitWindows([c, { start: '2026-02-10', end: '2026-02-12' }])).rejects.toThrow(
+      /overlap/,
+    );
+  });
+
+  it('readers see the old window or the new one, never a mix', async () => {
+    const w = { start: '2026-03-01', end: '2026-03-07' };
+    const small = [windowPosts(range(1, 300), 's')];
+    const large = [windowPosts(range(1000, 1500), 'l')];
+    await load(loader, w, 'r0', small);
+    const reader = await db.pool.connect();
+    const seen = new Set<string>();
+    let stop = false;
+    const reading = (async () => {
+      while (!stop) {
+        const r = await reader.query<{ n: number; s: number }>(
+          `SELECT count(*)::int AS n, (SELECT count(*)::int FROM post_reports.post_custom_segments WHERE _window_start = $1) AS s
+             FROM post_reports.posts WHERE _window_start = $1`,
+          [w.start],
+        );
+        seen.add(`${r.rows[0]!.n}/${r.rows[0]!.s}`);
+      }
+    })();
+    try {
+      for (let i = 0; i < 6; i++) await load(loader, w, `r${i + 1}`, i % 2 ? small : large);
+    } finally {
+      stop = true;
+      await reading;
+      reader.release();
+    }
+    for (const observation of seen) expect(['300/600', '501/1002']).toContain(observation);
+  });
+
+  it('resumes a window from the next page after a restart, and restarts for another report', async () => {
+    const w = { start: '2026-04-01', end: '2026-04-07' };
+    const pages = [windowPosts([1, 2], 'p0'), windowPosts([3], 'p1'), windowPosts([4, 5], 'p2')];
+    await loader.openWindow(w, 'rep-1');
+    await loader.stagePage(w, { index: 0, nextPage: 'g1', posts: pages[0]! });
+    await loader.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! });
+    const restarted = new Loader(db.pool, target, log.logger);
+    expect(await restarted.openWindow(w, 'rep-1')).toEqual({
+      reportId: 'rep-1',
+      pagesStaged: 2,
+      nextPage: 'g2',
+      rowsStaged: 3,
+    });
+    // A page already staged (a retry after a lost acknowledgement) is not staged twice; a gap is refused.
+    await restarted.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! });
+    await expect(restarted.stagePage(w, { index: 3, nextPage: null, posts: [] })).rejects.toThrow(
+      /page 3 arrived but 2 is next/,
+    );
+    await expect(restarted.commitWindows([w])).rejects.toThrow(/not completely staged/);
+    await restarted.stagePage(w, { index: 2, nextPage: null, posts: pages[2]! });
+    expect((await restarted.commitWindows([w])).rows).toBe(5);
+    expect(await idsOf(db.pool, w)).toEqual(['1', '2', '3', '4', '5']);
+
+    await restarted.openWindow(w, 'rep-2');
+    await restarted.stagePage(w, { index: 0, nextPage: 'x', posts: windowPosts([9], 'other') });
+    expect(await restarted.openWindow(w, 'rep-3')).toEqual({
+      reportId: 'rep-3',
+      pagesStaged: 0,
+      nextPage: null,
+      rowsStaged: 0,
+    });
+    await restarted.discardWindow(w);
+    expect(await idsOf(db.pool, w)).toEqual(['1', '2', '3', '4', '5']);
+  });
+
+  it('keeps the last occurrence of a post id repeated within a report', async () => {
+    const w = { start: '2026-05-01', end: '2026-05-07' };
+    await load(loader, w, 'dup', [
+      [
+        post(7, { note: 'first' }, [seg('Region', 'North')]),
+        post(7, { note: 'second' }, [seg('Region', 'East')]),
+      ],
+      [post(8, { note: 'only' }), post(7, { note: 'last' }, [seg('Region', 'West'), seg('Region', 'West')])],
+    ]);
+    const rows = await db.pool.query(
+      `SELECT platform_post_id::text AS id, note FROM post_reports.posts WHERE _window_start = $1 ORDER BY 1`,
+      [w.start],
+    );
+    expect(rows.rows).toEqual([
+      { id: '7', note: 'last' },
+      { id: '8', note: 'only' },
+    ]);
+    const segments = await db.pool.query(
+      `SELECT value FROM post_reports.post_custom_segments WHERE _window_start = $1 ORDER BY 1`,
+      [w.start],
+    );
+    expect(segments.rows).toEqual([{ value: 'West' }]);
+  });
+});
+
+describe('values', () => {
+  it('adds typed nullable columns for new fields, logged, and widens bigint to numeric', async () => {
+    const w = { start: '2026-06-01', end: '2026-06-07' };
+    await load(loader, w, 'types', [
+      [
+        post(1, {
+          video_views: 12,
+          spend_usd: new ExactNumber('1234.56'),
+          caption: 'hello',
+          is_boosted: true,
+          third_party_data: new JsonDocument('{"vendor":"x","score":[1,2.50]}'),
+          always_null: null,
+        }),
+        post(2, { video_views: null }),
+      ],
+    ]);
+    expect(await columnType('video_views')).toBe('bigint');
+    expect(await columnType('spend_usd')).toBe('numeric');
+    expect(await columnType('caption')).toBe('text');
+    expect(await columnType('is_boosted')).toBe('boolean');
+    expect(await columnType('third_party_data')).toBe('jsonb');
+    expect(await columnType('always_null')).toBeUndefined();
+    const added = log.lines().filter((l) => l.msg === 'new field: column added to posts');
+    expect(added.map((l) => l.field)).toEqual(
+      expect.arrayContaining(['video_views', 'spend_usd', 'caption', 'is_boosted', 'third_party_data']),
+    );
+    const rows = await db.pool.query(
+      `SELECT platform_post_id::int AS id, video_views::text AS v, caption, is_boosted, third_party_data::text AS j
+         FROM post_reports.posts WHERE _window_start = $1 ORDER BY 1`,
+      [w.start],
+    );
+    expect(rows.rows).toEqual([
+      { id: 1, v: '12', caption: 'hello', is_boosted: true, j: '{"score": [1, 2.50], "vendor": "x"}' },
+      { id: 2, v: null, caption: null, is_boosted: null, j: null },
+    ]);
+
+    const w2 = { start: '2026-06-08', end: '2026-06-14' };
+    await load(loader, w2, 'wider', [
+      [post(3, { video_views: new ExactNumber('99999999999999999999999'), caption: 42 })],
+    ]);
+    expect(await columnType('video_views')).toBe('numeric');
+    const wide = await db.pool.query(
+      `SELECT video_views = 99999999999999999999999::numeric AS exact, caption FROM post_reports.posts WHERE platform_post_id = 3 AND _window_start = $1`,
+      [w2.start],
+    );
+    expect(wide.rows).toEqual([{ exact: true, caption: '42' }]);
+    expect(
+      log.lines().some((l) => l.msg === 'column widened from bigint to numeric' && l.field === 'video_views'),
+    ).toBe(true);
+  });
+
+  it('fails the window on a value its column cannot take, naming field, window and page, leaving the old contents', async () => {
+    const w = { start: '2026-06-01', end: '2026-06-07' };
+    const before = await snapshot(db.pool);
+    await loader.openWindow(w, 'bad');
+    await loader.stagePage(w, {
+      index: 0,
+      nextPage: 'n',
+      posts: [post(1, { spend_usd: new ExactNumber('1.5') })],
+    });
+    const error = await loader
+      .stagePage(w, { index: 1, nextPage: null, posts: [post(2, { spend_usd: 'n/a' })] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DataError);
+    expect((error as DataError).code).toBe('FIELD_TYPE_MISMATCH');
+    expect((error as DataError).message).toMatch(
+      /field "spend_usd" holds a string value .* window 2026-06-01\.\.2026-06-07 page 1/,
+    );
+    await expect(
+      loader.stagePage(w, {
+        index: 1,
+        nextPage: null,
+        posts: [post(2, { is_boosted: new JsonDocument('{}') })],
+      }),
+    ).rejects.toThrow(/field "is_boosted" holds a json value/);
+    expect(await snapshot(db.pool)).toEqual(before);
+    expect(await loader.openWindow(w, 'bad')).toMatchObject({ pagesStaged: 1 });
+    await loader.discardWindow(w);
+  });
+
+  it('makes hostile field names harmless columns, recorded in the registry', async () => {
+    const w = { start: '2026-07-01', end: '2026-07-07' };
+    const long = 'm'.repeat(70);
+    const fields = {
+      'x"; drop table posts; --': 'evil',
+      [`${long}_one`]: 1,
+      [`${long}_two`]: 2,
+      _window_start: 'not mine',
+      platform_post_id: 'not the id',
+      Brand: 'capital',
+      brand: 'lower',
+    };
+    await load(loader, w, 'hostile', [[post(1, fields)]]);
+    const registry = await db.pool.query<{ field: string; column_name: string }>(
+      `SELECT field, column_name FROM post_reports.field_columns WHERE field = ANY($1)`,
+      [Object.keys(fields)],
+    );
+    const columnOf = new Map(registry.rows.map((r) => [r.field, r.column_name]));
+    expect(columnOf.size).toBe(7);
+    expect(new Set(columnOf.values()).size).toBe(7);
+    expect(columnOf.get('x"; drop table posts; --')).toBe('x_drop_table_posts');
+    expect(columnOf.get('_window_start')).toBe('window_start');
+    expect(columnOf.get('platform_post_id')).toBe('platform_post_id_2');
+    expect(columnOf.get('brand')).toBe('brand');
+    expect(columnOf.get('Brand')).toBe('brand_2');
+    for (const column of columnOf.values()) expect(Buffer.byteLength(column)).toBeLessThanOrEqual(63);
+    const row = await db.pool.query(
+      `SELECT to_jsonb(p) AS j FROM post_reports.posts p WHERE _window_start = $1`,
+      [w.start],
+    );
+    const stored = row.rows[0].j as Record<string, unknown>;
+    for (const [field, value] of Object.entries(fields)) expect(stored[columnOf.get(field)!]).toEqual(value);
+    expect(stored.platform_post_id).toBe(1);
+    expect(stored._window_start).toBe('2026-07-01');
+  });
+
+  it('round-trips ids up to 2^63-1 and long decimals exactly', async () => {
+    const w = { start: '2026-08-01', end: '2026-08-07' };
+    const ids = ['9223372036854775807', '-9223372036854775808', '17841405793187218', '17841405793187219'];
+    const decimal = '123456789012345678901234567890.123456789012345678901234567890';
+    await load(loader, w, 'exact', [
+      ids.map((id) =>
+        post(id, { asset_id: new ExactNumber('9007199254740993'), precise: new ExactNumber(decimal) }),
+      ),
+    ]);
+    const check = await db.pool.query(
+      `SELECT count(*)::int AS n FROM post_reports.posts
+        WHERE _window_start = $1 AND platform_post_id::numeric = ANY($2::numeric[])
+          AND asset_id::numeric = 9007199254740993 AND precise = $3::numeric AND precise::text = $4::text`,
+      [w.start, ids, decimal, decimal],
+    );
+    expect(check.rows[0]).toEqual({ n: 4 });
+  });
+
+  it('escapes tab, newline, CR and backslash, and replaces NUL by U+FFFD with a logged count', async () => {
+    const w = { start: '2026-09-01', end: '2026-09-07' };
+    const nasty = 'a\tb\nc\rd\\e\\N\0f';
+    await load(loader, w, 'text', [
+      [
+        post(1, { caption: nasty, payload: new JsonDocument('{"k":"v\\u0000w","t":"\\\\u0000"}') }, [
+          seg('N\\a\tme', `v${nasty}`),
+        ]),
+      ],
+    ]);
+    const row = await db.pool.query(
+      `SELECT caption, payload->>'k' AS k, payload->>'t' AS t, s.name, s.value
+         FROM post_reports.posts p JOIN post_reports.post_custom_segments s USING (platform_post_id, _window_start)
+        WHERE p._window_start = $1`,
+      [w.start],
+    );
+    const clean = 'a\tb\nc\rd\\e\\N\uFFFDf';
+    expect(row.rows).toEqual([
+      { caption: clean, k: 'v\uFFFDw', t: '\\u0000', name: 'N\\a\tme', value: `v${clean}` },
+    ]);
+    const warned = log.lines().find((l) => l.msg === 'NUL characters replaced by U+FFFD');
+    expect(warned?.count).toBe(3);
+  });
+
+  it('evolves the schema safely while several windows stage at once', async () => {
+    const windows = range(0, 5).map((i) => ({
+      start: `2026-10-${String(i * 3 + 1).padStart(2, '0')}`,
+      end: `2026-10-${String(i * 3 + 3).padStart(2, '0')}`,
+    }));
+    await Promise.all(
+      windows.map(async (w, i) => {
+        const posts = range(1, 50).map((id) =>
+          post(id, {
+            shared_new_metric: id,
+            [`only_in_${i}`]: `w${i}`,
+            shared_decimal: i % 2 ? new ExactNumber('0.5') : 1,
+          }),
+        );
+        await stageAll(loader, w, `conc-${i}`, [posts.slice(0, 25), posts.slice(25)]);
+      }),
+    );
+    expect((await loader.commitWindows(windows)).rows).toBe(6 * 50);
+    expect(await columnType('shared_new_metric')).toBe('bigint');
+    expect(await columnType('shared_decimal')).toBe('numeric');
+    const registered = await db.pool.query(
+      `SELECT count(*)::int AS n FROM post_reports.field_columns WHERE field LIKE 'only_in_%' OR field LIKE 'shared_%'`,
+    );
+    expect(registered.rows[0]).toEqual({ n: 8 });
+    const sum = await db.pool.query(
+      `SELECT sum(shared_decimal)::text AS s FROM post_reports.posts WHERE _window_start >= '2026-10-01' AND _window_start < '2026-11-01'`,
+    );
+    expect(sum.rows[0]).toEqual({ s: '225.0' });
+  });
+});
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
