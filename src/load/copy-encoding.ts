@@ -5,7 +5,13 @@
  * character no database column can hold would help nobody, and U+FFFD marks the spot visibly.
  */
 import { DataError } from '../errors.js';
-import { ExactNumber, type FieldValue, JsonDocument, type MappedPost } from '../extract/post-record.js';
+import {
+  type CustomSegment,
+  ExactNumber,
+  type FieldValue,
+  JsonDocument,
+  type MappedPost,
+} from '../extract/post-record.js';
 import type { ColumnType } from './field-types.js';
 
 /** Counters of one encoding pass. */
@@ -100,7 +106,7 @@ export function sequenceOf(page: number, position: number): number {
 
 /**
  * The COPY text of a page's posts (`_seq`, `_id`, then `columns`) and of their segments (`_seq`, `_id`,
- * name, value), each built in one pass.
+ * name, value; a pair repeated within a post is written once), each built in one pass.
  */
 export function encodePage(
   posts: readonly MappedPost[],
@@ -125,7 +131,10 @@ export function encodePage(
       line += value === undefined || value === null ? '\t\\N' : `\t${encodeValue(value, col.type, stats)}`;
     }
     rows[i] = line;
-    for (const segment of post.segments) {
+    const list = post.segments;
+    for (let k = 0; k < list.length; k++) {
+      const segment = list[k]!;
+      if (k > 0 && repeats(list, k)) continue;
       segments.push(
         `${head}\t${escapeCopyText(segment.name, stats)}\t${escapeCopyText(segment.value, stats)}`,
       );
@@ -136,4 +145,14 @@ export function encodePage(
     segments: segments.length > 0 ? `${segments.join('\n')}\n` : '',
     segmentRows: segments.length,
   };
+}
+
+// A post lists a handful of segments: a quadratic scan is cheaper than a Set, and keeps each pair once.
+function repeats(list: readonly CustomSegment[], k: number): boolean {
+  const { name, value } = list[k]!;
+  for (let j = 0; j < k; j++) {
+    const other = list[j]!;
+    if (other.name === name && other.value === value) return true;
+  }
+  return false;
 }

@@ -263,6 +263,7 @@ export class Loader {
       signal?.throwIfAborted();
       const rows = await withTransaction(this.#pool, async (client) => {
         await client.query(q.lockKey, [q.swapLockKey(schema)]);
+        await client.query(q.swapWorkMem);
         const progress: ProgressRow[] = [];
         for (const window of sorted) {
           const found = await client.query<ProgressRow>(q.readProgress(schema, true), [

@@ -229,7 +229,10 @@ export function insertPosts(
            ORDER BY s._id, s._seq DESC`;
 }
 
-/** $1 start. The segments of the winning occurrence of each post, duplicates pairs once. */
+/**
+ * $1 start. The segments of the winning occurrence of each post (no later occurrence of its id); the encoder
+ * already wrote each (name, value) pair of a post once.
+ */
 export function insertSegments(
   schema: string,
   postId: string,
@@ -237,8 +240,10 @@ export function insertSegments(
   stageSegments: string,
 ): string {
   return `INSERT INTO ${qualified(schema, 'post_custom_segments')} (${id(postId)}, _window_start, name, value)
-          SELECT DISTINCT g._id, $1::date, g.name, g.value
+          SELECT g._id, $1::date, g.name, g.value
             FROM ${qualified(schema, stageSegments)} g
-            JOIN (SELECT _id, max(_seq) AS seq FROM ${qualified(schema, stagePosts)} GROUP BY _id) w
-              ON w._id = g._id AND w.seq = g._seq`;
+           WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stagePosts)} p WHERE p._id = g._id AND p._seq > g._seq)`;
 }
+
+/** The swap sorts and hashes whole windows: give it room in memory rather than on disk. */
+export const swapWorkMem = "SET LOCAL work_mem = '64MB'";
