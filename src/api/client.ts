@@ -1,0 +1,238 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry from 'p-retry';
+import type { ApiConfig } from '../config.js';
+import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { parseExactJson } from './exact-json.js';
+import { HttpError } from './http-error.js';
+import { retryAfterMs } from './retry-after.js';
+import { isRetryable } from './retry-policy.js';
+
+/** What a retry listener learns about each retry before it waits. */
+export interface RetryEvent {
+  readonly endpoint: string;
+  /** The attempt that failed (1 for the first request). */
+  readonly attempt: number;
+  readonly error: ApiError;
+  readonly delayMs: number;
+}
+
+export interface ApiClientOptions {
+  /** Called before every retry; the run summary counts them. */
+  readonly onRetry?: (event: RetryEvent) => void;
+}
+
+export interface RequestOptions {
+  readonly query?: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal;
+}
+
+/** A parsed response body and the size it had on the wire (decoded text length in UTF-16 units). */
+export interface JsonResponse {
+  readonly body: unknown;
+  readonly bytes: number;
+}
+
+const MAX_BODY_IN_MESSAGE = 300;
+const BACKOFF_FACTOR = 2;
+const MAX_BACKOFF_MS = 60_000;
+
+/**
+ * The HTTP client of the v4 API: bearer authentication, exact JSON, a timeout per attempt, and retries of
+ * transient failures (network errors, timeouts, 429, 5xx) honouring Retry-After. The token is only ever put
+ * in the Authorization header: never in a URL, a log line or an error.
+ */
+export class ApiClient {
+  readonly #config: ApiConfig;
+  readonly #logger: Logger;
+  readonly #onRetry: ((event: RetryEvent) => void) | undefined;
+  #retries = 0;
+
+  constructor(config: ApiConfig, logger: Logger, options: ApiClientOptions = {}) {
+    this.#config = config;
+    this.#logger = logger.child({ component: 'api' });
+    this.#onRetry = options.onRetry;
+  }
+
+  /** Retries made by this client so far, over all requests. */
+  get retries(): number {
+    return this.#retries;
+  }
+
+  /** GET a JSON resource below the base URL (`path` relative to it, e.g. `reports/posts/dimensions`). */
+  async getJson(path: string, options: RequestOptions = {}): Promise<unknown> {
+    return (await this.request('GET', path, undefined, options)).body;
+  }
+
+  /** GET, also returning the size of the body (the pager reports it). */
+  getJsonWithSize(path: string, options: RequestOptions = {}): Promise<JsonResponse> {
+    return this.request('GET', path, undefined, options);
+  }
+
+  /** POST a JSON body. */
+  async postJson(path: string, body: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
+    return (await this.request('POST', path, JSON.stringify(body), options)).body;
+  }
+
+  private async request(
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | undefined,
+    options: RequestOptions,
+  ): Promise<JsonResponse> {
+    const relative = path.replace(/^\/+/, '');
+    const url = new URL(relative, this.#config.baseUrl);
+    for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
+    const endpoint = `${method} /${relative}`;
+    const { signal } = options;
+    const retry = this.#config.retry;
+    const started = performance.now();
+    try {
+      return await pRetry((attempt) => this.attempt(method, url, endpoint, body, attempt, signal), {
+        retries: Math.max(0, retry.maxAttempts - 1),
+        maxRetryTime: retry.maxRetryTimeMs,
+        // The delay is chosen in shouldRetry (it must honour Retry-After), so p-retry's own wait is zero.
+        minTimeout: 0,
+        ...(signal ? { signal } : {}),
+        shouldRetry: async ({ error, attemptNumber }) => {
+          if (!(error instanceof ApiError) || !isRetryable(error)) return false;
+          const delayMs = this.delayFor(error, attemptNumber);
+          const remaining = retry.maxRetryTimeMs - (performance.now() - started);
+          if (delayMs > remaining) return false;
+          this.#retries += 1;
+          this.#logger.warn(
+            { endpoint, attempt: attemptNumber, status: error.status, code: error.code, delayMs },
+            'request failed; retrying',
+          );
+          this.#onRetry?.({ endpoint, attempt: attemptNumber, error, delayMs });
+          if (delayMs > 0) {
+            await sleep(delayMs, undefined, signal ? { signal } : undefined).catch(() => {
+              throw aborted(endpoint, signal);
+            });
+          }
+          return true;
+        },
+      });
+    } catch (error) {
+      if (signal?.aborted && !(error instanceof EtlError)) throw aborted(endpoint, signal);
+      throw error;
+    }
+  }
+
+  private delayFor(error: ApiError, attempt: number): number {
+    if (error instanceof HttpError && error.retryAfterMs !== undefined) return error.retryAfterMs;
+    const base = this.#config.retry.minDelayMs * BACKOFF_FACTOR ** (attempt - 1);
+    // Full jitter between half and the whole delay keeps parallel windows from retrying in lockstep.
+    return Math.round(Math.min(MAX_BACKOFF_MS, base) * (0.5 + Math.random() / 2));
+  }
+
+  private async attempt(
+    method: 'GET' | 'POST',
+    url: URL,
+    endpoint: string,
+    body: string | undefined,
+    attempt: number,
+    signal: AbortSignal | undefined,
+  ): Promise<JsonResponse> {
+    const timeout = AbortSignal.timeout(this.#config.requestTimeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.#config.token.reveal()}`,
+      accept: 'application/json',
+    };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const started = performance.now();
+    let text: string;
+    let status: number;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers,
+        // A redirect would carry the token to wherever it points: refuse it instead.
+        redirect: 'manual',
+        signal: combined,
+        ...(body !== undefined ? { body } : {}),
+      });
+      status = response.status;
+      text = await response.text();
+    } catch (error) {
+      if (signal?.aborted) throw aborted(endpoint, signal);
+      if (timeout.aborted) {
+        throw new ApiError(
+          'API_TIMEOUT',
+          `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt})`,
+          { endpoint },
+        );
+      }
+      throw new ApiError(
+        'API_NETWORK_ERROR',
+        `${endpoint} failed: ${this.scrub(networkReason(error))} (attempt ${attempt})`,
+        { endpoint, cause: error },
+      );
+    }
+    this.#logger.debug(
+      { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: text.length },
+      'response',
+    );
+    if (status < 200 || status > 299) throw this.httpError(endpoint, status, response.headers, text, attempt);
+    try {
+      return { body: parseExactJson(text), bytes: text.length };
+    } catch (error) {
+      throw new DataError(
+        'PAGE_MALFORMED',
+        `${endpoint} answered ${status} with invalid JSON (${error instanceof Error ? error.message : String(error)}): ${this.scrub(oneLine(text, 120))}`,
+        { cause: error },
+      );
+    }
+  }
+
+  private httpError(
+    endpoint: string,
+    status: number,
+    headers: Headers,
+    text: string,
+    attempt: number,
+  ): HttpError {
+    const body = this.scrub(oneLine(text, MAX_BODY_IN_MESSAGE));
+    let detail = body === '' ? '(empty body)' : body;
+    if (status >= 300 && status < 400) {
+      const location = this.scrub(oneLine(headers.get('location') ?? '(no location)', 200));
+      detail = `a redirect to ${location}, not followed so that the token stays with the configured host`;
+    }
+    return new HttpError(`${endpoint} answered ${status} (attempt ${attempt}): ${detail}`, {
+      status,
+      endpoint,
+      body,
+      retryAfterMs: retryAfterMs(headers.get('retry-after'), Date.now()),
+    });
+  }
+
+  /** Belt and braces: a server that echoes the token must not put it into our messages. */
+  private scrub(text: string): string {
+    const token = this.#config.token.reveal();
+    return token.length > 0 && text.includes(token) ? text.split(token).join('[redacted]') : text;
+  }
+}
+
+function aborted(endpoint: string, signal: AbortSignal | undefined): ApiError {
+  const reason = signal?.reason;
+  const why = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
+  return new ApiError('ABORTED', `${endpoint} was aborted: ${oneLine(why, 200)}`, {
+    endpoint,
+    cause: reason,
+  });
+}
+
+function networkReason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause;
+  if (cause instanceof Error) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    return oneLine(
+      code ? `${error.message}: ${code} ${cause.message}` : `${error.message}: ${cause.message}`,
+      200,
+    );
+  }
+  return oneLine(error.message, 200);
+}

@@ -1,0 +1,222 @@
+import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
+import { ExactNumber } from '../extract/post-record.js';
+
+/*
+ * Technique: one string-aware scan finds the number tokens JSON.parse would round (long integers, decimals,
+ * exponents) and wraps each into a string literal that starts with a marker character; native JSON.parse then
+ * does the real work, and a walk over the result turns marked strings into ExactNumbers. Everything else is
+ * left to JSON.parse, including rejecting invalid input. A genuine string that could be mistaken for a marked
+ * one sends the whole text to lossless-json instead (slower, always right).
+ */
+
+// A Latin-1 character keeps the rewritten text one-byte (two-byte strings slow JSON.parse down); a C1 control
+// character is legal raw inside a JSON string but does not occur in real text.
+const MARKER = 0x91;
+const MARKER_CHAR = String.fromCharCode(MARKER);
+const MARKER_ESCAPE = '0091';
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const MINUS = 0x2d;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+const LOWER_E = 0x65;
+const UPPER_E = 0x45;
+const PLUS = 0x2b;
+const COLON = 0x3a;
+const LOWER_U = 0x75;
+
+/** Integers of at most this many digits are exact as JavaScript numbers (2^53 has 16 digits). */
+const MAX_PLAIN_DIGITS = 15;
+
+class MarkerCollision extends Error {}
+
+/**
+ * Returns the text with every number token that needs exactness rewritten as a marked string, or null when
+ * no token needs it (a page without decimals or big ids is then parsed untouched).
+ */
+function markNumbers(text: string): string | null {
+  const length = text.length;
+  let out = '';
+  let copied = 0;
+  let i = 0;
+  while (i < length) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) {
+      const first = text.charCodeAt(i + 1);
+      if (first === MARKER) throw new MarkerCollision();
+      if (
+        first === BACKSLASH &&
+        text.charCodeAt(i + 2) === LOWER_U &&
+        text.startsWith(MARKER_ESCAPE, i + 3)
+      ) {
+        throw new MarkerCollision();
+      }
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && text.charCodeAt(end - 1) === BACKSLASH) {
+        let backslashes = 1;
+        while (text.charCodeAt(end - 1 - backslashes) === BACKSLASH) backslashes += 1;
+        if (backslashes % 2 === 0) break;
+        end = text.indexOf('"', end + 1);
+      }
+      // An unterminated string: JSON.parse reports it.
+      if (end === -1) break;
+      i = end + 1;
+      continue;
+    }
+    if (code !== MINUS && (code < ZERO || code > NINE)) {
+      i += 1;
+      continue;
+    }
+    // A number token, validated as it is read: an invalid one is left for JSON.parse to reject.
+    const start = i;
+    let p = code === MINUS ? i + 1 : i;
+    let c = text.charCodeAt(p);
+    if (c < ZERO || c > NINE) {
+      i = p;
+      continue;
+    }
+    const integerStart = p;
+    if (c === ZERO) p += 1;
+    else {
+      do {
+        p += 1;
+        c = text.charCodeAt(p);
+      } while (c >= ZERO && c <= NINE);
+    }
+    const integerDigits = p - integerStart;
+    let exact =
+      integerDigits > MAX_PLAIN_DIGITS ||
+      (code === MINUS && integerDigits === 1 && text.charCodeAt(integerStart) === ZERO);
+    let valid = true;
+    c = text.charCodeAt(p);
+    if (c === DOT) {
+      exact = true;
+      p += 1;
+      c = text.charCodeAt(p);
+      if (c < ZERO || c > NINE) valid = false;
+      else {
+        do {
+          p += 1;
+          c = text.charCodeAt(p);
+        } while (c >= ZERO && c <= NINE);
+      }
+    }
+    if (valid && (c === LOWER_E || c === UPPER_E)) {
+      exact = true;
+      p += 1;
+      c = text.charCodeAt(p);
+      if (c === PLUS || c === MINUS) {
+        p += 1;
+        c = text.charCodeAt(p);
+      }
+      if (c < ZERO || c > NINE) valid = false;
+      else {
+        do {
+          p += 1;
+          c = text.charCodeAt(p);
+        } while (c >= ZERO && c <= NINE);
+      }
+    }
+    i = p;
+    if (!exact || !valid) continue;
+    // Only a whole token in a value position is rewritten: a number used as a key or glued to more characters
+    // stays, so that JSON.parse still rejects it.
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+      p += 1;
+      c = text.charCodeAt(p);
+    }
+    if (
+      c === COLON ||
+      (c >= ZERO && c <= NINE) ||
+      c === DOT ||
+      c === LOWER_E ||
+      c === UPPER_E ||
+      c === PLUS ||
+      c === MINUS
+    ) {
+      continue;
+    }
+    // Concatenation builds a rope that JSON.parse flattens once; measured faster than collecting and joining parts.
+    out += `${text.slice(copied, start)}"${MARKER_CHAR}${text.slice(start, i)}"`;
+    copied = i;
+  }
+  return copied === 0 ? null : out + text.slice(copied);
+}
+
+function revive(value: unknown): unknown {
+  if (typeof value === 'string') {
+    return value.charCodeAt(0) === MARKER ? new ExactNumber(value.slice(1)) : value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) {
+      const item: unknown = value[i];
+      if (typeof item === 'string') {
+        if (item.charCodeAt(0) === MARKER) value[i] = new ExactNumber(item.slice(1));
+      } else if (item !== null && typeof item === 'object') {
+        revive(item);
+      }
+    }
+    return value;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    const item = record[key];
+    if (typeof item === 'string') {
+      if (item.charCodeAt(0) === MARKER) {
+        // Object.defineProperty: a plain assignment to "__proto__" would replace the prototype.
+        if (key === '__proto__') {
+          Object.defineProperty(record, key, {
+            value: new ExactNumber(item.slice(1)),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        } else {
+          record[key] = new ExactNumber(item.slice(1));
+        }
+      }
+    } else if (item !== null && typeof item === 'object') {
+      revive(item);
+    }
+  }
+  return value;
+}
+
+function parseNumberExactly(token: string): unknown {
+  if (/^-?\d+$/.test(token) && token.replace('-', '').length <= MAX_PLAIN_DIGITS && token !== '-0') {
+    return Number(token);
+  }
+  return new ExactNumber(token);
+}
+
+/**
+ * Parses JSON text exactly: an integer of at most 15 digits becomes a plain number; every other number token
+ * (longer integers, decimals, exponents, -0) becomes an ExactNumber holding the delivered text.
+ * Throws SyntaxError on invalid JSON, like JSON.parse.
+ */
+export function parseExactJson(text: string): unknown {
+  let marked: string | null;
+  try {
+    marked = markNumbers(text);
+  } catch (error) {
+    if (error instanceof MarkerCollision) return parseLossless(text, null, parseNumberExactly);
+    throw error;
+  }
+  if (marked === null) return JSON.parse(text);
+  return revive(JSON.parse(marked));
+}
+
+const EXACT_NUMBER_STRINGIFIER = {
+  test: (value: unknown) => value instanceof ExactNumber,
+  stringify: (value: unknown) => (value as ExactNumber).text,
+};
+
+/** The inverse of parseExactJson: ExactNumbers are written as their delivered digits. */
+export function stringifyExactJson(value: unknown): string {
+  const text = stringifyLossless(value, null, undefined, [EXACT_NUMBER_STRINGIFIER]);
+  if (text === undefined) throw new TypeError(`cannot write ${typeof value} as JSON`);
+  return text;
+}

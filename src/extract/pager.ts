@@ -1,0 +1,172 @@
+import type { ApiClient } from '../api/client.js';
+import { ApiError, DataError, EtlError } from '../errors.js';
+import { ExactNumber } from './post-record.js';
+
+/** One page of a DONE report: its records and the token of the next page (null on the last page). */
+export interface ReportPage {
+  /** 1 for the first page. */
+  index: number;
+  /** The page token this page was requested with; null for the first page. */
+  token: string | null;
+  nextPage: string | null;
+  records: Record<string, unknown>[];
+  /** Size of the response text. */
+  bytes: number;
+}
+
+export interface ReadPagesOptions {
+  /** The first page, already downloaded by waitForReport; reading continues after it. */
+  first?: ReportPage;
+  /** A stored next_page token to resume from after a restart. */
+  startToken?: string;
+  /** Pages already read before startToken (the page read with it gets index startIndex + 1). */
+  startIndex?: number;
+  signal?: AbortSignal;
+}
+
+/** The most posts a page may hold (spec: Limits). */
+export const MAX_POSTS_PER_PAGE = 1000;
+
+/** The path of a report; the id is opaque, so it is encoded as one path segment. */
+export function reportPath(reportId: string): string {
+  return `reports/posts/${encodeURIComponent(reportId)}`;
+}
+
+/** Fetches a report (or one of its pages); 404 and 410 become ApiError('REPORT_GONE'). */
+export async function fetchReport(
+  client: ApiClient,
+  reportId: string,
+  what: string,
+  options: { token?: string | null; signal?: AbortSignal },
+): Promise<{ body: unknown; bytes: number }> {
+  try {
+    return await client.getJsonWithSize(reportPath(reportId), {
+      ...(options.token ? { query: { page: options.token } } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 404 || error.status === 410)) {
+      throw new ApiError(
+        'REPORT_GONE',
+        `report ${reportId} is gone (${error.status} on ${what}): ${error.body === '' ? '(empty body)' : error.body}`,
+        {
+          status: error.status,
+          ...(error.endpoint !== undefined ? { endpoint: error.endpoint } : {}),
+          ...(error.body !== undefined ? { body: error.body } : {}),
+          cause: error,
+        },
+      );
+    }
+    if (error instanceof DataError && error.code === 'PAGE_MALFORMED') {
+      throw new DataError('PAGE_MALFORMED', `report ${reportId}, ${what}: ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Checks the shape of a DONE report response and returns it as a page: `data` an array of at most 1,000
+ * objects, `response_metadata[0].next_page` a string or null. DataError('PAGE_MALFORMED') names report and page.
+ */
+export function toReportPage(
+  body: unknown,
+  reportId: string,
+  index: number,
+  token: string | null,
+  bytes: number,
+): ReportPage {
+  const fail = (why: string) => new DataError('PAGE_MALFORMED', `report ${reportId}, page ${index}: ${why}`);
+  if (!isRecord(body)) throw fail(`the response is ${kind(body)}, not an object`);
+  const data = body.data;
+  if (!Array.isArray(data)) throw fail(`data is ${kind(data)}, not an array`);
+  if (data.length > MAX_POSTS_PER_PAGE) {
+    throw fail(`data holds ${data.length} posts, more than the ${MAX_POSTS_PER_PAGE} a page may hold`);
+  }
+  for (let i = 0; i < data.length; i += 1) {
+    if (!isRecord(data[i])) throw fail(`data[${i}] is ${kind(data[i])}, not an object`);
+  }
+  const metadata = body.response_metadata;
+  if (!Array.isArray(metadata) || !isRecord(metadata[0])) {
+    throw fail(`response_metadata is ${kind(metadata)}, not an array holding an object`);
+  }
+  const next = metadata[0].next_page;
+  if (next !== null && (typeof next !== 'string' || next === '')) {
+    throw fail(`response_metadata[0].next_page is ${kind(next)}, not a page token or null`);
+  }
+  if (next !== null && next === token) throw fail(`next_page repeats the token of this page (${next})`);
+  return { index, token, nextPage: next, records: data as Record<string, unknown>[], bytes };
+}
+
+/**
+ * The pages of a DONE report, one at a time, following next_page until it is null. The next page downloads
+ * while the consumer handles the current one (one page ahead, never more); stopping early aborts that download.
+ * A report or page token that is gone raises ApiError('REPORT_GONE'); a malformed page DataError('PAGE_MALFORMED').
+ */
+export async function* readPages(
+  client: ApiClient,
+  reportId: string,
+  options: ReadPagesOptions = {},
+): AsyncGenerator<ReportPage> {
+  const stop = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
+  const fetchPage = async (token: string | null, index: number): Promise<ReportPage> => {
+    const what = `page ${index}`;
+    const { body, bytes } = await fetchReport(client, reportId, what, { token, signal });
+    if (isRecord(body) && typeof body.status === 'string' && body.status !== 'DONE') {
+      throw new DataError('PAGE_MALFORMED', `report ${reportId}, ${what}: status "${body.status}", not DONE`);
+    }
+    return toReportPage(body, reportId, index, token, bytes);
+  };
+  let pending: Promise<ReportPage> | null = null;
+  try {
+    let current: ReportPage;
+    if (options.first) current = options.first;
+    else if (options.startToken !== undefined) {
+      current = await fetchPage(options.startToken, (options.startIndex ?? 0) + 1);
+    } else current = await fetchPage(null, 1);
+    for (;;) {
+      const next = current.nextPage;
+      if (next !== null) {
+        pending = fetchPage(next, current.index + 1);
+        // Handled when awaited below; until then a failure must not count as unhandled.
+        pending.catch(() => {});
+      }
+      yield current;
+      if (pending === null) return;
+      current = await pending;
+      pending = null;
+    }
+  } catch (error) {
+    if (options.signal?.aborted && !(error instanceof EtlError)) {
+      throw new ApiError('ABORTED', `reading report ${reportId} was aborted`, { cause: error });
+    }
+    throw error;
+  } finally {
+    // The consumer stopped early, or a page failed: the prefetch in flight is no longer wanted.
+    stop.abort(new Error('the pages are no longer read'));
+  }
+}
+
+/** A report id as text, whatever JSON type the service chose for it. */
+export function reportIdText(value: unknown): string | undefined {
+  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  if (value instanceof ExactNumber && value.isInteger) return value.text;
+  return undefined;
+}
+
+export function kind(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof ExactNumber) return 'a number';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof ExactNumber)
+  );
+}

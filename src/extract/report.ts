@@ -1,0 +1,114 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ApiClient } from '../api/client.js';
+import type { ApiConfig } from '../config.js';
+import { ApiError, DataError } from '../errors.js';
+import { type Filters, filtersToRequest } from './filters.js';
+import { fetchReport, kind, type ReportPage, reportIdText, toReportPage } from './pager.js';
+
+/** The report creation answer: its id (stored so that a restart resumes polling) and first status. */
+export interface CreatedReport {
+  id: string;
+  status: string;
+}
+
+const REPORTS_PATH = 'reports/posts';
+const DONE = 'DONE';
+const POLL_GROWTH = 1.5;
+
+/**
+ * Statuses that mean the report will never be DONE. The service documents only IN_PROGRESS and DONE; these are
+ * the words services of this kind use, matched as whole words of the status (IN_PROGRESS never matches).
+ */
+const FAILURE_STATUS =
+  /(^|_)(FAIL|FAILED|FAILURE|ERROR|ERRORED|CANCELLED|CANCELED|FATAL|EXPIRED|ABORTED|REJECTED|TIMEOUT|TIMED_OUT|DELETED)(_|$)/;
+
+/** True for a report status that means failure rather than "not ready yet". */
+export function isFailureStatus(status: string): boolean {
+  return FAILURE_STATUS.test(status.toUpperCase().replace(/[^A-Z]+/g, '_'));
+}
+
+/** Creates a post report for one date window (both dates inclusive) with the given filters. */
+export async function createReport(
+  client: ApiClient,
+  window: { start: string; end: string },
+  filters: Filters,
+  signal?: AbortSignal,
+): Promise<CreatedReport> {
+  const body = { start_date: window.start, end_date: window.end, ...filtersToRequest(filters) };
+  const answer = await client.postJson(REPORTS_PATH, body, signal ? { signal } : {});
+  const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
+  const id = reportIdText(fields.id);
+  if (id === undefined) {
+    throw new DataError(
+      'PAGE_MALFORMED',
+      `POST /${REPORTS_PATH} for ${window.start}..${window.end}: the answer has no report id (id is ${kind(fields.id)})`,
+    );
+  }
+  return { id, status: typeof fields.status === 'string' ? fields.status : 'UNKNOWN' };
+}
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  /** Called after every poll that found the report not ready. */
+  onPoll?: (status: string, elapsedMs: number) => void;
+}
+
+/**
+ * Polls GET /reports/posts/{id} until its status is DONE, backing off from poll.initialMs to poll.maxMs, and
+ * returns the DONE answer as the report's first page (so that page 1 is not downloaded twice).
+ * A failure status → ApiError('REPORT_FAILED'); not DONE by poll.deadlineMs → ApiError('REPORT_DEADLINE');
+ * 404/410 → ApiError('REPORT_GONE').
+ */
+export async function waitForReport(
+  client: ApiClient,
+  reportId: string,
+  poll: ApiConfig['poll'],
+  options: WaitOptions = {},
+): Promise<ReportPage> {
+  const { signal } = options;
+  const started = performance.now();
+  let interval = poll.initialMs;
+  let polls = 0;
+  for (;;) {
+    polls += 1;
+    const { body, bytes } = await fetchReport(client, reportId, 'the status poll', signal ? { signal } : {});
+    const status = isRecord(body) ? body.status : undefined;
+    if (typeof status !== 'string') {
+      throw new DataError(
+        'PAGE_MALFORMED',
+        `report ${reportId}: the status is ${kind(status)}, not a string`,
+      );
+    }
+    if (status === DONE) return toReportPage(body, reportId, 1, null, bytes);
+    if (isFailureStatus(status)) {
+      throw new ApiError('REPORT_FAILED', `report ${reportId} ended with status ${status}`);
+    }
+    const elapsed = performance.now() - started;
+    options.onPoll?.(status, elapsed);
+    const remaining = poll.deadlineMs - elapsed;
+    if (remaining <= 0) {
+      throw new ApiError(
+        'REPORT_DEADLINE',
+        `report ${reportId} was not DONE after ${seconds(elapsed)} (${polls} polls, deadline ${seconds(poll.deadlineMs)}); last status ${status}`,
+      );
+    }
+    // Jitter spreads the polls of parallel windows; the last wait ends at the deadline for a final poll.
+    const wait = Math.min(remaining, Math.round(interval * (0.8 + Math.random() * 0.4)));
+    try {
+      await sleep(wait, undefined, signal ? { signal } : undefined);
+    } catch (error) {
+      throw new ApiError('ABORTED', `waiting for report ${reportId} was aborted (last status ${status})`, {
+        cause: error,
+      });
+    }
+    interval = Math.min(poll.maxMs, interval * POLL_GROWTH);
+  }
+}
+
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${Math.round(ms)} ms` : `${Math.round(ms / 1000)} s`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
