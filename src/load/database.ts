@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { DbConfig } from '../config.js';
-import { EtlError, oneLine, StoreError } from '../errors.js';
+import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sqlState } from './pg-error-codes.js';
 
@@ -62,10 +62,11 @@ export async function withTransaction<T>(
 
 /**
  * Wraps a database failure in a StoreError('DB_ERROR') whose one-line message names the operation and keeps
- * the SQLSTATE; connector errors pass through unchanged.
+ * the SQLSTATE; an abort becomes StoreError('ABORTED'); connector errors pass through unchanged.
  */
 export function asStoreError(operation: string, error: unknown): EtlError {
   if (error instanceof EtlError) return error;
+  if (isAbortError(error)) return new StoreError('ABORTED', `${operation} aborted`, { cause: error });
   const state = sqlState(error);
   const reason = error instanceof Error ? error.message : String(error);
   return new StoreError('DB_ERROR', oneLine(`${operation} failed${state ? ` (${state})` : ''}: ${reason}`), {

@@ -90,10 +90,10 @@ export class Loader {
     options: OpenWindowOptions = {},
   ): Promise<StageProgress> {
     checkWindow(window);
-    signal?.throwIfAborted();
     const { schema } = this.#target;
     const names = stageNames(window);
     try {
+      signal?.throwIfAborted();
       return await withTransaction(this.#pool, async (client) => {
         await client.query(q.lockKey, [q.windowLockKey(schema, window.start, window.end)]);
         await client.query(q.openReportWindow(schema), [
@@ -152,10 +152,10 @@ export class Loader {
         `page ${page.index} of window ${label(window)} has ${page.posts.length} posts, more than a page can hold`,
       );
     }
-    signal?.throwIfAborted();
     const { schema } = this.#target;
     const place = { window: label(window), page: page.index };
     try {
+      signal?.throwIfAborted();
       let registry = await readRegistry(this.#pool, this.#target);
       let plan = planPage(page.posts, registry, place);
       for (let round = 0; plan.changes.length > 0; round++) {
@@ -250,10 +250,10 @@ export class Loader {
         );
       }
     }
-    signal?.throwIfAborted();
     const { schema } = this.#target;
     const what = `committing ${sorted.map(label).join(', ')}`;
     try {
+      signal?.throwIfAborted();
       // Fresh statistics for the swap's sort and join; outside the swap so that it stays short.
       for (const window of sorted) {
         const names = stageNames(window);

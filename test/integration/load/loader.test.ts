@@ -172,6 +172,20 @@ describe('window-atomic loads', () => {
     expect(await idsOf(db.pool, w)).toEqual(['1', '2', '3', '4', '5']);
   });
 
+  it('stops on an aborted signal with code ABORTED, staging nothing', async () => {
+    const w = { start: '2026-04-20', end: '2026-04-26' };
+    await loader.openWindow(w, 'abort');
+    const controller = new AbortController();
+    controller.abort();
+    const error = await loader
+      .stagePage(w, { index: 0, nextPage: null, posts: windowPosts([1], 'x') }, controller.signal)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).code).toBe('ABORTED');
+    expect(await loader.openWindow(w, 'abort')).toMatchObject({ pagesStaged: 0 });
+    await loader.discardWindow(w);
+  });
+
   it('keeps the last occurrence of a post id repeated within a report', async () => {
     const w = { start: '2026-05-01', end: '2026-05-07' };
     await load(loader, w, 'dup', [
