@@ -10,6 +10,8 @@ export function retryAfterMs(header: string | null | undefined, now: number): nu
   const text = header.trim();
   if (text === '') return undefined;
   if (/^\d+$/.test(text)) return Math.min(MAX_RETRY_AFTER_MS, Number(text) * 1000);
+  // An HTTP date always names its weekday and month; Date.parse would also read "-5" as a year.
+  if (!/[A-Za-z]/.test(text)) return undefined;
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, date - now));
