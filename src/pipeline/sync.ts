@@ -2,7 +2,7 @@ import { ConfigError } from '../errors.js';
 import { addDays, todayUtc } from './dates.js';
 import { executeRun, type RunContext } from './run.js';
 import type { RunSummary } from './run-summary.js';
-import { cutWindows } from './windows.js';
+import { cutWindows, gridStart } from './windows.js';
 
 export interface SyncOptions extends RunContext {
   /** Clear the schema if it was loaded with other filters. */
@@ -12,17 +12,24 @@ export interface SyncOptions extends RunContext {
 }
 
 /**
- * Incremental load: from the cursor (the last completed date) minus the lookback, up to today (UTC), so that late
- * data inside the lookback is picked up. The first run starts at `config.run.startDate`. The cursor then moves to
+ * Incremental load: from the cursor (the last completed date) minus the lookback, widened to the start of its grid
+ * window, up to today (UTC), so that late data inside the lookback is picked up. The first run starts at `config.run.startDate`. The cursor then moves to
  * the last date before the first window that failed, never past a date that did not load.
  */
 export async function sync(options: SyncOptions): Promise<RunSummary> {
   const { config } = options;
   const to = options.today ?? todayUtc();
+  // Reloading whole grid windows keeps them aligned with those loaded before: a window clipped mid-week would
+  // replace the week's window and drag its other days along, run after run. Never before the start date, though.
+  const lookbackStart = (cursor: string): string => {
+    const aligned = gridStart(addDays(cursor, -config.run.lookbackDays), config.run.windowDays);
+    const first = config.run.startDate;
+    return first !== undefined && first > aligned ? first : aligned;
+  };
   return executeRun(options, {
     command: 'sync',
     resolve(cursor) {
-      const start = cursor === null ? config.run.startDate : addDays(cursor, -config.run.lookbackDays);
+      const start = cursor === null ? config.run.startDate : lookbackStart(cursor);
       if (start === undefined) {
         throw new ConfigError(
           'CONFIG_INVALID',

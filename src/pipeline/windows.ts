@@ -9,6 +9,12 @@ export interface Window {
 // 1970-01-05 was a Monday: with 7-day windows the grid is ISO weeks, which is what people expect to read.
 const GRID_ORIGIN = toDayNumber('1970-01-05');
 
+/** The first date of the grid window that holds `date`. */
+export function gridStart(date: string, windowDays: number): string {
+  const day = toDayNumber(date);
+  return fromDayNumber(GRID_ORIGIN + Math.floor((day - GRID_ORIGIN) / windowDays) * windowDays);
+}
+
 /**
  * Cuts `[from, to]` into windows of `windowDays` aligned to a fixed grid that does not depend on `from`, so that a
  * date always falls in the same window for a given size; the first and last windows are clipped to the range.

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { compareWithReference } from '../helpers/reference-check.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 7, postsPerDay: 30, generationDelayMs: 150 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+describe('backfill (the built CLI against the simulator and PostgreSQL)', () => {
+  it('loads a 90-day range with 3 windows in flight, exactly as the reference', async () => {
+    const result = await runCli(
+      ['backfill', '--from', '2026-01-01', '--to', '2026-03-31', '--concurrency', '3', '--schema', 'ninety'],
+      cliEnv(sim, db.url),
+    );
+    expect(result.stderr).not.toContain('error:');
+    expect(result.code).toBe(0);
+    expect(result.summary).toMatchObject({ status: 'succeeded', exitCode: 0, windows: { failed: 0 } });
+    const reference = sim.referencePosts({ start_date: '2026-01-01', end_date: '2026-03-31' });
+    expect(reference.length).toBe(90 * 30);
+    const check = await compareWithReference(db.pool, 'ninety', reference);
+    expect(check.problems).toEqual([]);
+    expect(check.posts).toBe(reference.length);
+    expect(result.summary?.posts).toBe(reference.length);
+
+    // Running it again skips every loaded window and changes nothing.
+    const again = await runCli(
+      ['backfill', '--from', '2026-01-01', '--to', '2026-03-31', '--schema', 'ninety'],
+      cliEnv(sim, db.url),
+    );
+    expect(again.code).toBe(0);
+    expect(again.summary).toMatchObject({ windows: { planned: 0, loaded: 0 }, reportsCreated: 0 });
+    expect((await compareWithReference(db.pool, 'ninety', reference)).problems).toEqual([]);
+  });
+
+  it('resumes after SIGKILL in the middle of a window without creating its report again', async () => {
+    sim.setFaults({ latencyMs: 40 });
+    const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
+    const args = [
+      'backfill',
+      '--from',
+      '2025-06-02',
+      '--to',
+      '2025-06-29',
+      '--window-days',
+      '14',
+      '--concurrency',
+      '1',
+      '--schema',
+      'killed',
+    ];
+    const before = sim.stats().reportsCreated;
+    const run = startCli(args, env);
+    await run.waitForOutput('"msg":"page staged"');
+    run.child.kill('SIGKILL');
+    const killed = await run.done;
+    expect(killed.signal).toBe('SIGKILL');
+    sim.setFaults({ latencyMs: 0 });
+
+    const rerun = await runCli(args, env);
+    expect(rerun.code).toBe(0);
+    const reference = sim.referencePosts({ start_date: '2025-06-02', end_date: '2025-06-29' });
+    const check = await compareWithReference(db.pool, 'killed', reference);
+    expect(check.problems).toEqual([]);
+    // Two windows, one report each: the killed run's report was polled again, not created twice.
+    expect(sim.stats().reportsCreated - before).toBe(2);
+    expect(rerun.stderr).toContain('resuming');
+  });
+
+  it('lets one of two concurrent runs hold the schema: the other exits with code 4, or waits for it', async () => {
+    sim.setFaults({ latencyMs: 20 });
+    const args = ['backfill', '--from', '2025-01-06', '--to', '2025-02-16', '--schema', 'twice'];
+    const [a, b] = await Promise.all([runCli(args, cliEnv(sim, db.url)), runCli(args, cliEnv(sim, db.url))]);
+    expect([a.code, b.code].sort()).toEqual([0, 4]);
+    const locked = a.code === 4 ? a : b;
+    expect(locked.stderr).toContain('another run holds the lock');
+    expect(locked.summary).toMatchObject({ status: 'lock_held', exitCode: 4 });
+
+    // A run that may wait does, then finds everything loaded.
+    const first = startCli([...args, '--reload'], cliEnv(sim, db.url));
+    await first.waitForOutput('"msg":"windows planned"');
+    const waiting = await runCli(args, cliEnv(sim, db.url, { POST_REPORTS_LOCK_WAIT_MS: '60000' }));
+    expect((await first.done).code).toBe(0);
+    expect(waiting.code).toBe(0);
+    sim.setFaults({ latencyMs: 0 });
+    const check = await compareWithReference(
+      db.pool,
+      'twice',
+      sim.referencePosts({ start_date: '2025-01-06', end_date: '2025-02-16' }),
+    );
+    expect(check.problems).toEqual([]);
+  });
+});

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addDays, todayUtc } from '../../src/pipeline/dates.js';
+import { gridStart } from '../../src/pipeline/windows.js';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
+import { runCli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { compareWithReference } from '../helpers/reference-check.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+const HOURS_4 = 4 * 3_600_000;
+const maxDate = (a: string, b: string) => (a > b ? a : b);
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 11, postsPerDay: 20, generationDelayMs: 100 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+describe('sync (the built CLI)', () => {
+  it('needs a start date on its first run, and says so', async () => {
+    const result = await runCli(['sync', '--schema', 'nostart'], cliEnv(sim, db.url));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/first sync needs a start date.*--start-date/);
+  });
+
+  it('loads up to today, then picks up new and late posts inside the lookback', async () => {
+    const today = todayUtc();
+    const start = addDays(today, -20);
+    const env = cliEnv(sim, db.url, { POST_REPORTS_START_DATE: start });
+    const first = await runCli(['sync', '--schema', 'incremental', '--lookback-days', '3'], env);
+    expect(first.code).toBe(0);
+    expect(first.summary).toMatchObject({ status: 'succeeded', cursor: today, from: start, to: today });
+    expect(
+      (
+        await compareWithReference(
+          db.pool,
+          'incremental',
+          sim.referencePosts({ start_date: start, end_date: today }),
+        )
+      ).problems,
+    ).toEqual([]);
+
+    // Late posts appear two days back (inside the lookback), new ones today; the vendor's 3-hour report reuse passes.
+    sim.addPosts(addDays(today, -2), 7);
+    sim.addPosts(today, 5);
+    sim.advanceTime(HOURS_4);
+    const second = await runCli(['sync', '--schema', 'incremental', '--lookback-days', '3'], env);
+    expect(second.code).toBe(0);
+    expect(second.summary).toMatchObject({
+      from: maxDate(gridStart(addDays(today, -3), 7), start),
+      cursor: today,
+    });
+    const reference = sim.referencePosts({ start_date: start, end_date: today });
+    const check = await compareWithReference(db.pool, 'incremental', reference);
+    expect(check.problems).toEqual([]);
+    expect(check.posts).toBe(21 * 20 + 12);
+  });
+});
+
+describe('faults (the built CLI)', () => {
+  it('loads every other window under 429s, 5xx and dropped connections, then a second run completes the failed one', async () => {
+    const from = '2025-09-01';
+    const to = '2025-10-26';
+    const failing = '2025-09-15';
+    sim.setFaults({
+      rateLimitShare: 0.15,
+      retryAfterSeconds: 0,
+      serverErrorShare: 0.1,
+      dropShare: 0.05,
+      failReportStartDates: [failing],
+    });
+    const env = cliEnv(sim, db.url, { POST_REPORTS_MAX_ATTEMPTS: '12', POST_REPORTS_WINDOW_ATTEMPTS: '2' });
+    const args = ['backfill', '--from', from, '--to', to, '--concurrency', '3', '--schema', 'faulty'];
+    const first = await runCli(args, env);
+    expect(first.code).toBe(3);
+    expect(first.summary).toMatchObject({ status: 'partial', windows: { failed: 1 } });
+    expect(first.stderr).toContain(`window failed: ${failing}..2025-09-21: REPORT_FAILED`);
+    expect(Number(first.summary?.retries)).toBeGreaterThan(0);
+    const stats = sim.stats();
+    expect(Object.keys(stats.faults).length).toBeGreaterThanOrEqual(3);
+
+    const all = sim.referencePosts({ start_date: from, end_date: to });
+    const withoutFailed = all.filter((p) => p.date < failing || p.date > '2025-09-21');
+    expect((await compareWithReference(db.pool, 'faulty', withoutFailed)).problems).toEqual([]);
+
+    sim.setFaults({ failReportStartDates: [] });
+    sim.advanceTime(HOURS_4);
+    const second = await runCli(args, env);
+    expect(second.code).toBe(0);
+    expect(second.summary).toMatchObject({ windows: { planned: 1, loaded: 1, failed: 0 } });
+    sim.setFaults({ rateLimitShare: 0, serverErrorShare: 0, dropShare: 0 });
+    expect((await compareWithReference(db.pool, 'faulty', all)).problems).toEqual([]);
+  });
+});
