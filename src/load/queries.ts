@@ -178,7 +178,7 @@ export function replacedWindows(schema: string): string {
           ), old AS (
             SELECT w.window_start AS s, w.window_end AS e
               FROM ${qualified(schema, 'report_windows')} w, new
-             WHERE w.status = 'loaded' AND daterange(w.window_start, w.window_end, '[]') && new.u
+             WHERE w.row_count IS NOT NULL AND daterange(w.window_start, w.window_end, '[]') && new.u
             UNION
             SELECT DISTINCT p._window_start, p._window_end
               FROM ${qualified(schema, 'posts')} p, new
