@@ -1,0 +1,101 @@
+import type { Random } from './random.js';
+
+export const CORRUPTION_KINDS = [
+  'data-not-array',
+  'too-many-records',
+  'missing-response-metadata',
+  'next-page-not-string',
+  'truncated-json',
+  'html-200',
+  'record-without-id',
+  'non-integer-id',
+] as const;
+
+/** How a corrupted page of GET /reports/posts/{id} (status DONE) is malformed. */
+export type CorruptionKind = (typeof CORRUPTION_KINDS)[number];
+
+/** Fault knobs; all off by default. Shares are probabilities drawn from the seeded generator. */
+export interface Faults {
+  /** Added before every response. */
+  latencyMs: number;
+  /** Share of requests answered 429 with Retry-After. */
+  rateLimitShare: number;
+  /** Retry-After value sent with 429 (0 allowed). */
+  retryAfterSeconds: number;
+  /** Share answered 500, 502 or 503 (JSON body). */
+  serverErrorShare: number;
+  /** Share whose socket is destroyed without any response. */
+  dropShare: number;
+  /** Share of newly created reports that end FAILED instead of DONE. */
+  failReportShare: number;
+  /** Reports whose start_date is listed end FAILED. */
+  failReportStartDates: string[];
+  /** A next_page token older than this answers 410 (null: never expires). */
+  pageTokenTtlMs: number | null;
+  /** A report older than this answers 404 on every GET (null: never). */
+  reportTtlMs: number | null;
+  /** Malformed report pages (status DONE). */
+  corruptPages: { kind: CorruptionKind; share: number } | null;
+}
+
+export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
+  latencyMs: 0,
+  rateLimitShare: 0,
+  retryAfterSeconds: 1,
+  serverErrorShare: 0,
+  dropShare: 0,
+  failReportShare: 0,
+  failReportStartDates: [],
+  pageTokenTtlMs: null,
+  reportTtlMs: null,
+  corruptPages: null,
+});
+
+function share(name: string, value: number): void {
+  if (!(value >= 0 && value <= 1))
+    throw new RangeError(`fault ${name} must be a share from 0 to 1, got ${value}`);
+}
+
+function duration(name: string, value: number | null): void {
+  if (value !== null && !(value >= 0 && Number.isFinite(value))) {
+    throw new RangeError(`fault ${name} must be a non-negative number of milliseconds, got ${value}`);
+  }
+}
+
+/** Merges changes into the current knobs, refusing impossible values. */
+export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>): Faults {
+  const merged: Faults = { ...current };
+  for (const [key, value] of Object.entries(changes)) {
+    if (value !== undefined) Object.assign(merged, { [key]: value });
+  }
+  share('rateLimitShare', merged.rateLimitShare);
+  share('serverErrorShare', merged.serverErrorShare);
+  share('dropShare', merged.dropShare);
+  share('failReportShare', merged.failReportShare);
+  duration('latencyMs', merged.latencyMs);
+  duration('retryAfterSeconds', merged.retryAfterSeconds);
+  duration('pageTokenTtlMs', merged.pageTokenTtlMs);
+  duration('reportTtlMs', merged.reportTtlMs);
+  if (merged.corruptPages !== null) {
+    if (!CORRUPTION_KINDS.includes(merged.corruptPages.kind)) {
+      throw new RangeError(`unknown corruption kind ${JSON.stringify(merged.corruptPages.kind)}`);
+    }
+    share('corruptPages.share', merged.corruptPages.share);
+  }
+  merged.failReportStartDates = [...merged.failReportStartDates];
+  return merged;
+}
+
+export type RequestFault = 'drop' | 'rate-limit' | 'server-error';
+
+/** One draw per request decides its fault, so the three shares never overlap. */
+export function drawRequestFault(random: Random, faults: Readonly<Faults>): RequestFault | null {
+  const draw = random.next();
+  let bound = faults.dropShare;
+  if (draw < bound) return 'drop';
+  bound += faults.rateLimitShare;
+  if (draw < bound) return 'rate-limit';
+  bound += faults.serverErrorShare;
+  if (draw < bound) return 'server-error';
+  return null;
+}

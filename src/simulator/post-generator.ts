@@ -1,0 +1,311 @@
+import { formatDay } from './calendar.js';
+import type { Organization } from './organization.js';
+import type { PostFilter } from './post-filter.js';
+import { mixSeed, Random } from './random.js';
+import type { ReferenceValue, SimulatorPost } from './reference.js';
+
+/** Indexes per day stay below this, so (day, index) maps to a unique post id. */
+export const MAX_POSTS_PER_DAY = 10_000_000;
+
+interface Person {
+  readonly name: string;
+  readonly mailbox: string;
+}
+
+const PEOPLE: readonly Person[] = [
+  { name: 'Zoë Ångström', mailbox: 'zoe.angstrom' },
+  { name: 'José Núñez', mailbox: 'jose.nunez' },
+  { name: '李小龙', mailbox: 'xiaolong.li' },
+  { name: "Renée O'Brien", mailbox: 'renee.obrien' },
+  { name: 'Ana "Nani" Souza', mailbox: 'ana.souza' },
+  { name: 'Łukasz Żółć', mailbox: 'lukasz.zolc' },
+  { name: 'Priya Natarajan 🌟', mailbox: 'priya.natarajan' },
+  { name: 'Sam Taylor', mailbox: 'sam.taylor' },
+];
+
+const PROVIDERS = ['Nielsen', 'Kantar', 'IAS', 'DoubleVerify'];
+const TAGS = ['sustainability', 'événement', '夏キャンペーン', 'back-to-school', 'line\nbreak'];
+
+const CURRENCIES: Readonly<Record<string, string>> = {
+  US: 'USD',
+  JP: 'JPY',
+  GB: 'GBP',
+  DE: 'EUR',
+  FR: 'EUR',
+  ES: 'EUR',
+  IT: 'EUR',
+  BR: 'BRL',
+  MX: 'MXN',
+  CA: 'CAD',
+  AU: 'AUD',
+};
+
+/** Count metrics and rate/ratio metrics of in-flight posts (field-notes.md plus common delivery metrics). */
+const COUNT_METRICS = [
+  'all_conversions',
+  'conversions',
+  'engagements',
+  'purchase_count',
+  'impressions',
+  'reach',
+  'clicks',
+  'saves',
+  'shares',
+  'comments',
+];
+const RATE_METRICS = ['dpvr', 'engagement_rate', 'new_to_brand_purchase_rate', 'purchase_rate', 'ctr'];
+const RATIO_METRICS = ['new_to_brand_roas', 'roas', 'cpm'];
+/** Share of sparse metrics present on a post that could carry them. */
+const METRIC_PRESENCE = 0.6;
+
+/** The attributes a report filters on, drawn first from a post's own random stream. */
+export interface PostAttributes {
+  readonly brand: number;
+  readonly market: number;
+  readonly channel: number;
+  /** -1 on channels without ad formats. */
+  readonly adFormat: number;
+  readonly contentType: number;
+  readonly segments: readonly number[];
+}
+
+function pad(value: number, digits: number): string {
+  return String(value).padStart(digits, '0');
+}
+
+/** Builds a record's JSON text and, when asked, its reference fields in one pass. */
+class RecordWriter {
+  text: string;
+
+  constructor(
+    head: string,
+    readonly fields: Record<string, ReferenceValue> | null,
+  ) {
+    this.text = head;
+  }
+
+  string(key: string, value: string, json: string): void {
+    this.text += `,"${key}":${json}`;
+    if (this.fields !== null) this.fields[key] = value;
+  }
+
+  /** A string known to need no escaping. */
+  plain(key: string, value: string): void {
+    this.text += `,"${key}":"${value}"`;
+    if (this.fields !== null) this.fields[key] = value;
+  }
+
+  number(key: string, text: string): void {
+    this.text += `,"${key}":${text}`;
+    if (this.fields !== null) this.fields[key] = { number: text };
+  }
+
+  boolean(key: string, value: boolean): void {
+    this.text += value ? `,"${key}":true` : `,"${key}":false`;
+    if (this.fields !== null) this.fields[key] = value;
+  }
+
+  json(key: string, text: string): void {
+    this.text += `,"${key}":${text}`;
+    if (this.fields !== null) this.fields[key] = { json: text };
+  }
+}
+
+/**
+ * Generates posts lazily from (seed, day, index): any date has posts, and a report needs to keep nothing
+ * but (day, index) pairs. Record JSON is written by hand so ids never pass through a JavaScript number.
+ */
+export class PostGenerator {
+  readonly #organization: Organization;
+  readonly #seed: number;
+  readonly #idKeyJson: string;
+  readonly #idOffset: number;
+  readonly #json: {
+    brands: string[];
+    companies: string[];
+    markets: string[];
+    channels: string[];
+    adFormats: string[];
+    contentTypes: string[];
+    people: string[];
+    providers: string[];
+    tags: string[];
+    segments: string[][];
+  };
+  #lastDay = Number.NaN;
+  #lastDate = '';
+
+  constructor(organization: Organization, seed: number, idField: string) {
+    this.#organization = organization;
+    this.#seed = seed;
+    this.#idKeyJson = JSON.stringify(idField);
+    this.#idOffset = (Math.abs(Math.trunc(seed)) % 97) * 1e12;
+    const encode = (values: readonly string[]): string[] => values.map((value) => JSON.stringify(value));
+    this.#json = {
+      brands: encode(organization.brands.map((brand) => brand.name)),
+      companies: encode(organization.brands.map((brand) => brand.company)),
+      markets: encode(organization.markets),
+      channels: encode(organization.channels.map((channel) => channel.name)),
+      adFormats: encode(organization.adFormats),
+      contentTypes: encode(organization.contentTypes),
+      people: encode(PEOPLE.map((person) => person.name)),
+      providers: encode(PROVIDERS),
+      tags: encode(TAGS),
+      segments: organization.segmentDimensions.map((dimension) =>
+        dimension.values.map(
+          (value) => `{"name":${JSON.stringify(dimension.name)},"value":${JSON.stringify(value)}}`,
+        ),
+      ),
+    };
+  }
+
+  /** The post id: 17 digits, always above 2^53, unique per (day, index); neighbours differ only in the last digits. */
+  postId(day: number, index: number): string {
+    return `17${pad((day + 1_000_000) * MAX_POSTS_PER_DAY + index + this.#idOffset, 15)}`;
+  }
+
+  #random(day: number, index: number): Random {
+    return new Random(mixSeed(this.#seed, day, index));
+  }
+
+  #drawAttributes(random: Random): PostAttributes {
+    const organization = this.#organization;
+    const brand = random.int(organization.brands.length);
+    const market = random.int(organization.markets.length);
+    const channel = random.int(organization.channels.length);
+    const formats = organization.channels[channel]?.adFormats ?? [];
+    const adFormat = formats.length === 0 ? -1 : (formats[random.int(formats.length)] ?? -1);
+    const contentType = random.int(organization.contentTypes.length);
+    const segments = organization.segmentDimensions.map((dimension) => random.int(dimension.values.length));
+    return { brand, market, channel, adFormat, contentType, segments };
+  }
+
+  attributes(day: number, index: number): PostAttributes {
+    return this.#drawAttributes(this.#random(day, index));
+  }
+
+  matches(day: number, index: number, filter: PostFilter): boolean {
+    const a = this.attributes(day, index);
+    if (filter.brands !== null && filter.brands[a.brand] !== 1) return false;
+    if (filter.markets !== null && filter.markets[a.market] !== 1) return false;
+    if (filter.channels !== null && filter.channels[a.channel] !== 1) return false;
+    // A post on a channel without ad formats has none, so an ad_formats filter never selects it.
+    if (filter.adFormats !== null && (a.adFormat < 0 || filter.adFormats[a.adFormat] !== 1)) return false;
+    if (filter.contentTypes !== null && filter.contentTypes[a.contentType] !== 1) return false;
+    for (let i = 0; i < filter.segments.length; i++) {
+      const flags = filter.segments[i];
+      if (flags !== null && flags !== undefined && flags[a.segments[i] ?? -1] !== 1) return false;
+    }
+    return true;
+  }
+
+  #date(day: number): string {
+    if (day !== this.#lastDay) {
+      this.#lastDay = day;
+      this.#lastDate = formatDay(day);
+    }
+    return this.#lastDate;
+  }
+
+  /** The record's JSON text. */
+  render(day: number, index: number): string {
+    return this.#write(day, index, null);
+  }
+
+  /** The record as a reference post (text, fields and segments). */
+  reference(day: number, index: number): SimulatorPost {
+    const fields: Record<string, ReferenceValue> = {};
+    const text = this.#write(day, index, fields);
+    const a = this.attributes(day, index);
+    const segments = this.#organization.segmentDimensions.map((dimension, i) => ({
+      name: dimension.name,
+      value: dimension.values[a.segments[i] ?? 0] ?? '',
+    }));
+    return { id: this.postId(day, index), date: formatDay(day), text, fields, segments };
+  }
+
+  #write(day: number, index: number, fields: Record<string, ReferenceValue> | null): string {
+    const random = this.#random(day, index);
+    const a = this.#drawAttributes(random);
+    const json = this.#json;
+    const organization = this.#organization;
+    const w = new RecordWriter(`{${this.#idKeyJson}:${this.postId(day, index)}`, fields);
+
+    const inFlight = random.chance(0.65);
+    const video = random.chance(0.5);
+    w.number('platform_asset_id', `9${pad(random.int(1e8), 8)}${pad(random.int(1e8), 8)}`);
+    w.plain('status', inFlight ? 'In-Flight' : 'Pre-Flight');
+    w.string('brand', organization.brands[a.brand]?.name ?? '', json.brands[a.brand] ?? '""');
+    const market = organization.markets[a.market] ?? '';
+    w.string('market', market, json.markets[a.market] ?? '""');
+    w.string('channel', organization.channels[a.channel]?.name ?? '', json.channels[a.channel] ?? '""');
+    w.string('company', organization.brands[a.brand]?.company ?? '', json.companies[a.brand] ?? '""');
+    if (!inFlight) {
+      const person = random.int(PEOPLE.length);
+      w.string('name', PEOPLE[person]?.name ?? '', json.people[person] ?? '""');
+      w.plain('email', `${PEOPLE[person]?.mailbox ?? 'someone'}@example.com`);
+    }
+    w.plain('asset_type', video ? 'video' : 'image');
+    w.string(
+      'content_type',
+      organization.contentTypes[a.contentType] ?? '',
+      json.contentTypes[a.contentType] ?? '""',
+    );
+    if (a.adFormat >= 0)
+      w.string('ad_format', organization.adFormats[a.adFormat] ?? '', json.adFormats[a.adFormat] ?? '""');
+    w.boolean('branded', random.chance(0.7));
+    if (inFlight && random.chance(0.9)) {
+      w.number('total_spend', `${random.int(50_000)}.${pad(random.int(100), 2)}`);
+      w.plain('currency', CURRENCIES[market] ?? 'USD');
+    }
+    w.plain('date_captured', this.#date(day));
+    w.plain('creative_link', `https://cdn.example.com/creatives/${day}-${index}?v=${random.int(9) + 1}`);
+    if (inFlight) {
+      for (const key of COUNT_METRICS) {
+        if (random.chance(METRIC_PRESENCE)) w.number(key, String(random.int(1_000_000)));
+      }
+      for (const key of RATE_METRICS) {
+        if (random.chance(METRIC_PRESENCE)) w.number(key, this.#rate(random));
+      }
+      for (const key of RATIO_METRICS) {
+        if (random.chance(METRIC_PRESENCE)) w.number(key, this.#ratio(random));
+      }
+      if (random.chance(0.5)) w.json('third_party_data', this.#thirdParty(random));
+      if (video) {
+        if (random.chance(METRIC_PRESENCE)) w.number('video_views', String(random.int(5_000_000)));
+        if (random.chance(METRIC_PRESENCE)) w.number('video_completions', String(random.int(1_000_000)));
+        if (random.chance(METRIC_PRESENCE)) w.number('video_completion_rate', this.#rate(random));
+        if (random.chance(METRIC_PRESENCE)) w.number('avg_watch_time_seconds', this.#ratio(random));
+      }
+    }
+    let segments = '';
+    for (let i = 0; i < a.segments.length; i++) {
+      segments += `${i === 0 ? '' : ','}${json.segments[i]?.[a.segments[i] ?? 0] ?? ''}`;
+    }
+    return `${w.text},"custom_segments":[${segments}]}`;
+  }
+
+  /** A rate in [0, 1); one in seven carries 17 significant digits, beyond what a double keeps. */
+  #rate(random: Random): string {
+    if (random.chance(1 / 7)) return `0.${pad(random.int(1e9), 9)}${pad(random.int(1e8), 8)}`;
+    return `0.${pad(random.int(10_000), 4)}`;
+  }
+
+  /** A ratio like 2.75; one in seven carries 19 significant digits. */
+  #ratio(random: Random): string {
+    if (random.chance(1 / 7))
+      return `${random.int(9) + 1}.${pad(random.int(1e9), 9)}${pad(random.int(1e9), 9)}`;
+    return `${random.int(20)}.${pad(random.int(100), 2)}`;
+  }
+
+  #thirdParty(random: Random): string {
+    const json = this.#json;
+    const first = random.int(TAGS.length);
+    const second = random.int(TAGS.length);
+    return (
+      `{"provider":${json.providers[random.int(PROVIDERS.length)]},"brand_lift":${this.#rate(random)},` +
+      `"viewability":{"measured":${random.chance(0.8)},"rate":${this.#rate(random)}},` +
+      `"tags":[${json.tags[first]},${json.tags[second]}]}`
+    );
+  }
+}

@@ -1,0 +1,90 @@
+import type { PostRefs } from './post-catalog.js';
+import type { Random } from './random.js';
+
+export type ReportStatus = 'IN_PROGRESS' | 'DONE' | 'FAILED';
+
+export interface Report {
+  readonly id: string;
+  readonly key: string;
+  readonly startDate: string;
+  readonly createdAt: number;
+  readonly readyAt: number;
+  readonly failed: boolean;
+  /** The snapshot taken at creation: later posts and removals do not change it. */
+  readonly refs: PostRefs;
+}
+
+interface PageToken {
+  readonly reportId: string;
+  readonly offset: number;
+  readonly issuedAt: number;
+}
+
+export type Lookup<T> = { found: T } | { missing: 'unknown' | 'expired' };
+
+/** Reports and page tokens, on the simulator's clock. */
+export class ReportStore {
+  readonly #random: Random;
+  readonly #reports = new Map<string, Report>();
+  readonly #byKey = new Map<string, Report>();
+  readonly #tokens = new Map<string, PageToken>();
+
+  constructor(random: Random) {
+    this.#random = random;
+  }
+
+  static status(report: Report, now: number): ReportStatus {
+    if (now < report.readyAt) return 'IN_PROGRESS';
+    return report.failed ? 'FAILED' : 'DONE';
+  }
+
+  static expired(report: Report, now: number, ttlMs: number | null): boolean {
+    return ttlMs !== null && now - report.createdAt >= ttlMs;
+  }
+
+  /**
+   * The report an identical creation call within `reuseMs` already made, if any. A report known to have
+   * FAILED, or one that expired, is not handed out again: a retry gets a fresh attempt.
+   */
+  reusable(key: string, now: number, reuseMs: number, ttlMs: number | null): Report | undefined {
+    const report = this.#byKey.get(key);
+    if (
+      report === undefined ||
+      now - report.createdAt >= reuseMs ||
+      ReportStore.expired(report, now, ttlMs)
+    ) {
+      return undefined;
+    }
+    if (ReportStore.status(report, now) === 'FAILED') return undefined;
+    return report;
+  }
+
+  create(fields: Omit<Report, 'id'>): Report {
+    const report: Report = { id: this.#random.guid(), ...fields };
+    this.#reports.set(report.id, report);
+    this.#byKey.set(report.key, report);
+    return report;
+  }
+
+  get(id: string, now: number, ttlMs: number | null): Lookup<Report> {
+    const report = this.#reports.get(id);
+    if (report === undefined) return { missing: 'unknown' };
+    if (ReportStore.expired(report, now, ttlMs)) return { missing: 'expired' };
+    return { found: report };
+  }
+
+  /** A fresh GUID for the page at `offset`; tokens stay valid (reusable) until they expire. */
+  issueToken(report: Report, offset: number, now: number): string {
+    const token = this.#random.guid();
+    this.#tokens.set(token, { reportId: report.id, offset, issuedAt: now });
+    return token;
+  }
+
+  /** The offset a token stands for; a token of another report is unknown to this one. */
+  resolveToken(report: Report, token: string, now: number, ttlMs: number | null): Lookup<number> {
+    const entry = this.#tokens.get(token);
+    if (entry === undefined || entry.reportId !== report.id) return { missing: 'unknown' };
+    if (ttlMs !== null && now - entry.issuedAt >= ttlMs) return { missing: 'expired' };
+    return { found: entry.offset };
+  }
+}

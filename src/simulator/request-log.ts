@@ -1,0 +1,85 @@
+/** One request as the simulator received it. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: string;
+  authorization: string | undefined;
+  contentType: string | undefined;
+}
+
+export interface SimulatorStats {
+  requests: number;
+  byRoute: Record<string, number>;
+  byStatus: Record<string, number>;
+  /** POST /reports/posts answered 200. */
+  creationCalls: number;
+  /** Distinct new report ids created. */
+  reportsCreated: number;
+  reportsCreatedByStartDate: Record<string, number>;
+  /** Injected faults by kind. */
+  faults: Record<string, number>;
+}
+
+const KEPT_REQUESTS = 10_000;
+
+function increment(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
+/** Counters and the last requests, for tests to assert on. */
+export class RequestLog {
+  readonly #recent: RecordedRequest[] = [];
+  #requests = 0;
+  #creationCalls = 0;
+  #reportsCreated = 0;
+  readonly #byRoute: Record<string, number> = {};
+  readonly #byStatus: Record<string, number> = {};
+  readonly #byStartDate: Record<string, number> = {};
+  readonly #faults: Record<string, number> = {};
+
+  request(entry: RecordedRequest): void {
+    this.#requests++;
+    this.#recent.push(entry);
+    // Trimming in batches keeps recording O(1) amortized.
+    if (this.#recent.length > KEPT_REQUESTS * 1.5)
+      this.#recent.splice(0, this.#recent.length - KEPT_REQUESTS);
+  }
+
+  route(route: string): void {
+    increment(this.#byRoute, route);
+  }
+
+  /** The status sent, or `dropped` when the connection was cut. */
+  outcome(status: number | 'dropped'): void {
+    increment(this.#byStatus, String(status));
+  }
+
+  fault(kind: string): void {
+    increment(this.#faults, kind);
+  }
+
+  creationCall(): void {
+    this.#creationCalls++;
+  }
+
+  reportCreated(startDate: string): void {
+    this.#reportsCreated++;
+    increment(this.#byStartDate, startDate);
+  }
+
+  stats(): SimulatorStats {
+    return {
+      requests: this.#requests,
+      byRoute: { ...this.#byRoute },
+      byStatus: { ...this.#byStatus },
+      creationCalls: this.#creationCalls,
+      reportsCreated: this.#reportsCreated,
+      reportsCreatedByStartDate: { ...this.#byStartDate },
+      faults: { ...this.#faults },
+    };
+  }
+
+  requests(): readonly RecordedRequest[] {
+    return this.#recent.slice(-KEPT_REQUESTS);
+  }
+}

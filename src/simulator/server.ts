@@ -1,0 +1,556 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseDay } from './calendar.js';
+import { DEFAULT_FAULTS, drawRequestFault, type Faults, mergeFaults } from './faults.js';
+import { BodyError, MAX_BODY_BYTES, readBody, send, sendError, sendJson } from './http-io.js';
+import {
+  createOrganization,
+  DEFAULT_SEGMENT_DIMENSIONS,
+  dimensionsBody,
+  type Organization,
+} from './organization.js';
+import { corruptPageBody, pageBody } from './page-body.js';
+import { PostCatalog } from './post-catalog.js';
+import { compileFilter } from './post-filter.js';
+import { MAX_POSTS_PER_DAY, PostGenerator } from './post-generator.js';
+import { mixSeed, Random } from './random.js';
+import type { SimulatorPost } from './reference.js';
+import {
+  canonicalKey,
+  InvalidParamsError,
+  type ReportParams,
+  validateReportParams,
+} from './report-params.js';
+import { type Report, ReportStore } from './report-store.js';
+import { type RecordedRequest, RequestLog, type SimulatorStats } from './request-log.js';
+
+export type { CorruptionKind, Faults } from './faults.js';
+export type { SegmentDimension } from './organization.js';
+export type { ReferenceValue, SimulatorPost } from './reference.js';
+export type { ReportParams } from './report-params.js';
+export type { RecordedRequest, SimulatorStats } from './request-log.js';
+
+export interface SimulatorOptions {
+  /** Default 1; all data and faults are deterministic from it. */
+  seed?: number;
+  /** The one bearer token accepted; default 'sim-token'. */
+  token?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0: a random free port. */
+  port?: number;
+  /** Default 50: posts dated each calendar day. */
+  postsPerDay?: number;
+  /** Default 0: how long a new report stays IN_PROGRESS, on the simulator clock. */
+  generationDelayMs?: number;
+  /** Default 3 h: an identical creation call within this returns the same report id. */
+  reportReuseMs?: number;
+  /** Default 'platform_post_id' (the production API puts a brand name there). */
+  postIdField?: string;
+  /** Default: Region and "Campaign Type". An empty array configures none. */
+  segmentDimensions?: { name: string; values: string[] }[];
+  /** All off by default. */
+  faults?: Partial<Faults>;
+}
+
+export interface RunningSimulator {
+  /** 'http://127.0.0.1:PORT/v4' */
+  readonly baseUrl: string;
+  readonly token: string;
+  /** Changes fault knobs at run time (merged into the current ones). */
+  setFaults(faults: Partial<Faults>): void;
+  /** New (late) posts appear on that date. */
+  addPosts(date: string, count: number): void;
+  /** The last `count` posts of that date disappear. */
+  removePosts(date: string, count: number): void;
+  /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
+  advanceTime(ms: number): void;
+  /** Exactly the posts a report created now must contain, in served order. */
+  referencePosts(params: ReportParams): SimulatorPost[];
+  stats(): SimulatorStats;
+  /** The last 10,000 requests. */
+  requests(): readonly RecordedRequest[];
+  close(): Promise<void>;
+}
+
+const API_PREFIX = '/v4';
+const PAGE_SIZE = 1000;
+const THREE_HOURS_MS = 3 * 60 * 60 * 1000;
+/** A body beyond this is not even drained: the connection is cut after the 413. */
+const DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES;
+
+const ROUTE_DIMENSIONS = 'GET /reports/posts/dimensions';
+const ROUTE_CREATE = 'POST /reports/posts';
+const ROUTE_REPORT = 'GET /reports/posts/{id}';
+
+interface Route {
+  readonly name: string;
+  readonly method: string;
+  readonly reportId?: string;
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new RangeError(message);
+}
+
+function day(date: string): number {
+  const parsed = parseDay(date);
+  if (parsed === null) throw new RangeError(`${JSON.stringify(date)} is not a valid YYYY-MM-DD date`);
+  return parsed;
+}
+
+function count(value: number): number {
+  check(Number.isSafeInteger(value) && value >= 0, `count must be a non-negative integer, got ${value}`);
+  return value;
+}
+
+function validateOptions(options: SimulatorOptions): void {
+  const seed = options.seed ?? 1;
+  check(Number.isSafeInteger(seed), `seed must be an integer, got ${seed}`);
+  check(
+    options.token === undefined || /^[\x21-\x7e]+$/.test(options.token),
+    'token must be printable ASCII without spaces',
+  );
+  const perDay = options.postsPerDay ?? 50;
+  check(
+    Number.isSafeInteger(perDay) && perDay >= 0 && perDay <= MAX_POSTS_PER_DAY,
+    `postsPerDay must be an integer from 0 to ${MAX_POSTS_PER_DAY}, got ${perDay}`,
+  );
+  for (const [name, value] of [
+    ['generationDelayMs', options.generationDelayMs ?? 0],
+    ['reportReuseMs', options.reportReuseMs ?? 0],
+  ] as const) {
+    check(Number.isFinite(value) && value >= 0, `${name} must be a non-negative number, got ${value}`);
+  }
+  check(options.postIdField === undefined || options.postIdField.length > 0, 'postIdField must not be empty');
+  const names = new Set<string>();
+  for (const dimension of options.segmentDimensions ?? []) {
+    check(
+      !names.has(dimension.name),
+      `segment dimension ${JSON.stringify(dimension.name)} is configured twice`,
+    );
+    names.add(dimension.name);
+    check(
+      dimension.values.length > 0 && new Set(dimension.values).size === dimension.values.length,
+      `segment dimension ${JSON.stringify(dimension.name)} needs distinct values`,
+    );
+  }
+}
+
+function route(method: string, path: string): Route | { error: 404 | 405; allow?: string } {
+  const rest = path.slice(API_PREFIX.length);
+  const expect = (name: string, allowed: string, extra: Partial<Route> = {}) =>
+    method === allowed ? { name, method, ...extra } : { error: 405 as const, allow: allowed };
+  if (rest === '/reports/posts/dimensions') return expect(ROUTE_DIMENSIONS, 'GET');
+  if (rest === '/reports/posts') return expect(ROUTE_CREATE, 'POST');
+  const match = /^\/reports\/posts\/([^/]+)$/.exec(rest);
+  if (match !== null) return expect(ROUTE_REPORT, 'GET', { reportId: match[1] ?? '' });
+  return { error: 404 };
+}
+
+function sameToken(header: string | undefined, token: Buffer): boolean {
+  const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
+  if (match === null) return false;
+  const given = Buffer.from(match[1] ?? '', 'utf8');
+  return given.length === token.length && timingSafeEqual(given, token);
+}
+
+function isJsonContentType(header: string | undefined): boolean {
+  return header?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+}
+
+/** The simulated service: state and request handling, separate from the socket plumbing. */
+class Simulator {
+  readonly #organization: Organization;
+  readonly #generator: PostGenerator;
+  readonly #catalog: PostCatalog;
+  readonly #reports: ReportStore;
+  readonly #log = new RequestLog();
+  readonly #faultRandom: Random;
+  readonly #token: Buffer;
+  readonly #idKeyJson: string;
+  readonly #generationDelayMs: number;
+  readonly #reportReuseMs: number;
+  readonly #dimensionsBody: string;
+  readonly closing = new AbortController();
+  #faults: Faults;
+  #clockOffsetMs = 0;
+
+  constructor(options: SimulatorOptions, token: string) {
+    const seed = options.seed ?? 1;
+    const idField = options.postIdField ?? 'platform_post_id';
+    this.#organization = createOrganization(seed, options.segmentDimensions ?? DEFAULT_SEGMENT_DIMENSIONS);
+    this.#generator = new PostGenerator(this.#organization, seed, idField);
+    this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
+    this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
+    this.#faultRandom = new Random(mixSeed(seed, 0xfa17));
+    this.#token = Buffer.from(token, 'utf8');
+    this.#idKeyJson = JSON.stringify(idField);
+    this.#generationDelayMs = options.generationDelayMs ?? 0;
+    this.#reportReuseMs = options.reportReuseMs ?? THREE_HOURS_MS;
+    this.#dimensionsBody = dimensionsBody(this.#organization);
+    this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
+  }
+
+  now(): number {
+    return Date.now() + this.#clockOffsetMs;
+  }
+
+  advanceTime(ms: number): void {
+    check(Number.isFinite(ms) && ms >= 0, `advanceTime needs a non-negative number of ms, got ${ms}`);
+    this.#clockOffsetMs += ms;
+  }
+
+  setFaults(faults: Partial<Faults>): void {
+    this.#faults = mergeFaults(this.#faults, faults);
+  }
+
+  addPosts(date: string, n: number): void {
+    this.#catalog.add(day(date), count(n));
+  }
+
+  removePosts(date: string, n: number): void {
+    this.#catalog.remove(day(date), count(n));
+  }
+
+  referencePosts(params: ReportParams): SimulatorPost[] {
+    const valid = validateReportParams(params, this.#organization);
+    const refs = this.#catalog.select(
+      valid.startDay,
+      valid.endDay,
+      compileFilter(valid.params, this.#organization),
+      this.#generator,
+    );
+    const posts: SimulatorPost[] = [];
+    for (let i = 0; i < refs.length; i++) {
+      posts.push(this.#generator.reference(refs.days[i] ?? 0, refs.indexes[i] ?? 0));
+    }
+    return posts;
+  }
+
+  stats(): SimulatorStats {
+    return this.#log.stats();
+  }
+
+  requests(): readonly RecordedRequest[] {
+    return this.#log.requests();
+  }
+
+  /** Counts a status the server sent outside a request (malformed HTTP). */
+  clientError(status: number): void {
+    this.#log.outcome(status);
+  }
+
+  async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    response.on('finish', () => this.#log.outcome(response.statusCode));
+    const method = request.method ?? 'GET';
+    let url: URL;
+    try {
+      url = new URL(request.url ?? '/', 'http://simulator.invalid');
+    } catch {
+      this.#record(method, request.url ?? '', '', request);
+      sendError(
+        response,
+        400,
+        'invalid_request',
+        `the request target ${JSON.stringify(request.url)} is not a valid URL`,
+      );
+      return;
+    }
+    this.#record(method, url.pathname, url.search.slice(1), request);
+    const latency = this.#faults.latencyMs;
+    if (latency > 0) await sleep(latency, undefined, { signal: this.closing.signal });
+
+    if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
+      sendError(
+        response,
+        404,
+        'not_found',
+        `no resource at ${JSON.stringify(url.pathname)}; the API lives under /v4`,
+      );
+      return;
+    }
+    if (url.searchParams.has('access_token')) {
+      sendError(
+        response,
+        401,
+        'access_token_not_accepted',
+        'the access_token query parameter is not accepted in v4; send Authorization: Bearer <token>',
+        { 'www-authenticate': 'Bearer' },
+      );
+      return;
+    }
+    if (!sameToken(request.headers.authorization, this.#token)) {
+      const message =
+        request.headers.authorization === undefined
+          ? 'the Authorization header is missing; send Authorization: Bearer <token>'
+          : 'the bearer token is not valid';
+      sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
+      return;
+    }
+    const matched = route(method, url.pathname);
+    if ('error' in matched) {
+      this.#log.route('unmatched');
+      if (matched.error === 405) {
+        sendError(response, 405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
+          allow: matched.allow ?? 'GET',
+        });
+      } else {
+        sendError(response, 404, 'not_found', `no resource at ${JSON.stringify(url.pathname)}`);
+      }
+      return;
+    }
+    this.#log.route(matched.name);
+    if (this.#injectRequestFault(request, response)) return;
+
+    if (matched.name === ROUTE_DIMENSIONS) {
+      sendJson(response, 200, this.#dimensionsBody);
+    } else if (matched.name === ROUTE_CREATE) {
+      await this.#create(request, response);
+    } else {
+      this.#retrieve(matched.reportId ?? '', url.searchParams.get('page'), response);
+    }
+  }
+
+  #record(method: string, path: string, query: string, request: IncomingMessage): void {
+    this.#log.request({
+      method,
+      path,
+      query,
+      authorization: request.headers.authorization,
+      contentType: request.headers['content-type'],
+    });
+  }
+
+  /** Applies drop / 429 / 5xx; true when the request was answered (or cut) by a fault. */
+  #injectRequestFault(request: IncomingMessage, response: ServerResponse): boolean {
+    const fault = drawRequestFault(this.#faultRandom, this.#faults);
+    if (fault === null) return false;
+    this.#log.fault(fault);
+    if (fault === 'drop') {
+      this.#log.outcome('dropped');
+      request.socket.destroy();
+    } else if (fault === 'rate-limit') {
+      sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
+        'retry-after': String(this.#faults.retryAfterSeconds),
+      });
+    } else {
+      const status = this.#faultRandom.pick([500, 502, 503] as const);
+      const code = { 500: 'internal_error', 502: 'bad_gateway', 503: 'service_unavailable' }[status];
+      sendError(response, status, code, `simulated ${status} failure`);
+    }
+    return true;
+  }
+
+  async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const contentType = request.headers['content-type'];
+    if (!isJsonContentType(contentType)) {
+      sendError(
+        response,
+        415,
+        'unsupported_media_type',
+        `Content-Type must be application/json, got ${JSON.stringify(contentType ?? null)}`,
+      );
+      return;
+    }
+    let raw: Buffer;
+    try {
+      raw = await readBody(request, MAX_BODY_BYTES, DRAIN_LIMIT_BYTES);
+    } catch (error) {
+      if (error instanceof BodyError) {
+        sendError(
+          response,
+          error.status,
+          error.status === 413 ? 'payload_too_large' : 'invalid_request',
+          error.message,
+          {
+            connection: 'close',
+          },
+        );
+        if (error.cut) request.socket.destroySoon();
+        return;
+      }
+      throw error;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw));
+    } catch (error) {
+      const reason = error instanceof SyntaxError ? error.message : 'the body is not valid UTF-8';
+      sendError(response, 400, 'invalid_request', `the request body is not valid JSON: ${reason}`);
+      return;
+    }
+    let valid: ReturnType<typeof validateReportParams>;
+    try {
+      valid = validateReportParams(body, this.#organization);
+    } catch (error) {
+      if (!(error instanceof InvalidParamsError)) throw error;
+      sendError(response, 400, 'invalid_request', error.message);
+      return;
+    }
+    const now = this.now();
+    const key = canonicalKey(valid.params);
+    const faults = this.#faults;
+    let report = this.#reports.reusable(key, now, this.#reportReuseMs, faults.reportTtlMs);
+    let status: string;
+    if (report === undefined) {
+      const failed =
+        faults.failReportStartDates.includes(valid.params.start_date) ||
+        (faults.failReportShare > 0 && this.#faultRandom.chance(faults.failReportShare));
+      report = this.#reports.create({
+        key,
+        startDate: valid.params.start_date,
+        createdAt: now,
+        readyAt: now + this.#generationDelayMs,
+        failed,
+        refs: this.#catalog.select(
+          valid.startDay,
+          valid.endDay,
+          compileFilter(valid.params, this.#organization),
+          this.#generator,
+        ),
+      });
+      this.#log.reportCreated(valid.params.start_date);
+      if (failed) this.#log.fault('fail-report');
+      // A new report is always announced as IN_PROGRESS: clients must poll, even with no generation delay.
+      status = 'IN_PROGRESS';
+    } else {
+      status = ReportStore.status(report, now);
+    }
+    this.#log.creationCall();
+    sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+  }
+
+  #retrieve(id: string, page: string | null, response: ServerResponse): void {
+    const now = this.now();
+    const faults = this.#faults;
+    const lookup = this.#reports.get(id, now, faults.reportTtlMs);
+    if ('missing' in lookup) {
+      if (lookup.missing === 'expired') this.#log.fault('report-expired');
+      sendError(response, 404, 'report_not_found', `report ${JSON.stringify(id)} does not exist`);
+      return;
+    }
+    const report = lookup.found;
+    const status = ReportStore.status(report, now);
+    if (status !== 'DONE') {
+      sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+      return;
+    }
+    let offset = 0;
+    if (page !== null) {
+      const resolved = this.#reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
+      if ('missing' in resolved) {
+        if (resolved.missing === 'expired') {
+          this.#log.fault('page-token-expired');
+          sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
+        } else {
+          sendError(
+            response,
+            404,
+            'page_not_found',
+            `page token ${JSON.stringify(page)} is unknown for this report`,
+          );
+        }
+        return;
+      }
+      offset = resolved.found;
+    }
+    this.#sendPage(report, offset, now, response);
+  }
+
+  #sendPage(report: Report, offset: number, now: number, response: ServerResponse): void {
+    const refs = report.refs;
+    const end = Math.min(offset + PAGE_SIZE, refs.length);
+    const records: string[] = [];
+    for (let i = offset; i < end; i++)
+      records.push(this.#generator.render(refs.days[i] ?? 0, refs.indexes[i] ?? 0));
+    const nextPage = end < refs.length ? this.#reports.issueToken(report, end, now) : null;
+    const page = { id: report.id, records, nextPage };
+    const corruption = this.#faults.corruptPages;
+    let body = pageBody(page);
+    if (corruption !== null && corruption.share > 0 && this.#faultRandom.chance(corruption.share)) {
+      this.#log.fault(`corrupt:${corruption.kind}`);
+      body = corruptPageBody(corruption.kind, page, this.#idKeyJson);
+    }
+    send(response, 200, body.contentType, body.text);
+  }
+}
+
+function clientErrorResponse(status: number, code: string, message: string): string {
+  const body = JSON.stringify({ error: { code, message } });
+  return (
+    `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+    `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+    `connection: close\r\n\r\n${body}`
+  );
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Starts the Post Reporting API v4 simulator on `host:port` (default 127.0.0.1, a free port). */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  validateOptions(options);
+  const token = options.token ?? 'sim-token';
+  const host = options.host ?? '127.0.0.1';
+  const simulator = new Simulator(options, token);
+  const server = createServer(
+    { maxHeaderSize: 16 * 1024, requestTimeout: 60_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 },
+    (request, response) => {
+      request.on('error', () => {});
+      response.on('error', () => {});
+      simulator.handle(request, response).catch((error: unknown) => {
+        // A handler failure must cost one request, never the server.
+        const message = error instanceof Error ? error.message : String(error);
+        if (response.headersSent) response.destroy();
+        else sendError(response, 500, 'internal_error', `simulator failure: ${message}`);
+      });
+    },
+  );
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || error.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    simulator.clientError(status);
+    socket.end(
+      clientErrorResponse(status, 'invalid_request', `malformed HTTP request (${error.code ?? 'unknown'})`),
+    );
+  });
+  await listen(server, options.port ?? 0, host);
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 0);
+  const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${API_PREFIX}`;
+  let closed: Promise<void> | undefined;
+
+  return {
+    baseUrl,
+    token,
+    setFaults: (faults) => simulator.setFaults(faults),
+    addPosts: (date, n) => simulator.addPosts(date, n),
+    removePosts: (date, n) => simulator.removePosts(date, n),
+    advanceTime: (ms) => simulator.advanceTime(ms),
+    referencePosts: (params) => simulator.referencePosts(params),
+    stats: () => simulator.stats(),
+    requests: () => simulator.requests(),
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        simulator.closing.abort();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}
