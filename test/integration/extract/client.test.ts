@@ -1,0 +1,131 @@
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { ApiError } from '../../../src/errors.js';
+import { fetchDimensions } from '../../../src/extract/dimensions.js';
+import { createReport } from '../../../src/extract/report.js';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { clientFor, failure } from './harness.js';
+
+const TOKEN = 'tok-Zq8x1-very-secret';
+const sim: RunningSimulator = await startSimulator({ seed: 7, token: TOKEN });
+afterAll(() => sim.close());
+
+const NO_FAULTS = { rateLimitShare: 0, serverErrorShare: 0, dropShare: 0, retryAfterSeconds: 0 };
+
+function requestsSince(before: number) {
+  return sim.stats().requests - before;
+}
+
+describe('ApiClient against the simulator', () => {
+  beforeEach(() => sim.setFaults(NO_FAULTS));
+
+  it('sends the bearer header on every request and never an access_token', async () => {
+    const { client } = clientFor(sim);
+    await fetchDimensions(client);
+    await createReport(client, { start: '2026-01-01', end: '2026-01-02' }, {});
+    const recorded = sim.requests();
+    expect(recorded.length).toBeGreaterThanOrEqual(2);
+    for (const request of recorded) {
+      expect(request.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(request.query).not.toContain('access_token');
+      expect(`${request.path}?${request.query}`).not.toContain(TOKEN);
+      if (request.method === 'POST') expect(request.contentType).toMatch(/^application\/json/);
+    }
+  });
+
+  it('honours Retry-After on 429 and then succeeds', async () => {
+    const { client, retries } = clientFor(sim, { POST_REPORTS_MAX_ATTEMPTS: '8' });
+    sim.setFaults({ rateLimitShare: 0.3, retryAfterSeconds: 0 });
+    const limitedBefore = sim.stats().faults['rate-limit'] ?? 0;
+    for (let i = 0; i < 8; i += 1) await fetchDimensions(client);
+    const limited = (sim.stats().faults['rate-limit'] ?? 0) - limitedBefore;
+    expect(limited).toBeGreaterThan(0);
+    expect(retries.filter((r) => r.error.status === 429)).toHaveLength(limited);
+    // Retry-After: 0 asks for no wait, and the client took it instead of its own backoff.
+    expect(retries.every((r) => r.delayMs === 0)).toBe(true);
+    expect(client.retries).toBe(limited);
+  });
+
+  it('waits as long as Retry-After says', async () => {
+    const { client, retries } = clientFor(sim, { POST_REPORTS_MAX_ATTEMPTS: '8' });
+    sim.setFaults({ rateLimitShare: 0.5, retryAfterSeconds: 1 });
+    for (let i = 0; i < 10 && retries.length === 0; i += 1) await fetchDimensions(client);
+    expect(retries.length).toBeGreaterThan(0);
+    expect(retries.map((r) => [r.error.status, r.delayMs])).toEqual(retries.map(() => [429, 1000]));
+  });
+
+  it('retries 5xx answers and dropped connections', async () => {
+    const { client, retries } = clientFor(sim, { POST_REPORTS_MAX_ATTEMPTS: '8' });
+    sim.setFaults({ serverErrorShare: 0.3, dropShare: 0.3 });
+    for (let i = 0; i < 8; i += 1) await fetchDimensions(client);
+    const codes = new Set(retries.map((r) => r.error.code));
+    expect(codes).toContain('API_NETWORK_ERROR');
+    expect(codes).toContain('API_HTTP_ERROR');
+    expect(retries.some((r) => (r.error.status ?? 0) >= 500)).toBe(true);
+  });
+
+  it('gives up after maxAttempts with the last error', async () => {
+    const { client } = clientFor(sim, { POST_REPORTS_MAX_ATTEMPTS: '3' });
+    sim.setFaults({ serverErrorShare: 1 });
+    const before = sim.stats().requests;
+    const error = await failure(() => fetchDimensions(client));
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).code).toBe('API_HTTP_ERROR');
+    expect((error as ApiError).message).toMatch(
+      /^GET \/reports\/posts\/dimensions answered 50\d \(attempt 3\): /,
+    );
+    expect(requestsSince(before)).toBe(3);
+  });
+
+  it('never retries 401, and keeps the token out of messages and logs', async () => {
+    const { client, lines } = clientFor(sim, { POST_REPORTS_TOKEN: 'wrong-token-abc' });
+    const before = sim.stats().requests;
+    const error = (await failure(() => fetchDimensions(client))) as ApiError;
+    expect(requestsSince(before)).toBe(1);
+    expect(error.code).toBe('API_HTTP_ERROR');
+    expect(error.status).toBe(401);
+    expect(error.endpoint).toBe('GET /reports/posts/dimensions');
+    expect(error.body).toContain('the bearer token is not valid');
+    expect(error.message).toContain('401');
+    expect(`${error.message} ${JSON.stringify(error)} ${lines.join('')}`).not.toContain('wrong-token-abc');
+  });
+
+  it('never retries 400 and reports the server body', async () => {
+    const { client } = clientFor(sim);
+    const before = sim.stats().requests;
+    const error = (await failure(() =>
+      createReport(
+        client,
+        { start: '2026-01-01', end: '2026-01-01' },
+        {
+          customSegments: [{ name: 'Nope', values: ['x'] }],
+        },
+      ),
+    )) as ApiError;
+    expect(requestsSince(before)).toBe(1);
+    expect(error.status).toBe(400);
+    expect(error.message).toMatch(/^POST \/reports\/posts answered 400 \(attempt 1\): .*Nope/);
+  });
+
+  it('stops waiting when aborted', async () => {
+    const { client } = clientFor(sim);
+    sim.setFaults({ latencyMs: 2000 });
+    try {
+      const controller = new AbortController();
+      const pending = fetchDimensions(client, controller.signal);
+      setTimeout(() => controller.abort(new Error('operator stop')), 50);
+      const error = (await failure(() => pending)) as ApiError;
+      expect(error.code).toBe('ABORTED');
+      expect(error.message).toContain('operator stop');
+    } finally {
+      sim.setFaults({ latencyMs: 0 });
+    }
+  });
+
+  it('keeps the token out of every log line of a faulty session', async () => {
+    const { client, lines } = clientFor(sim, { POST_REPORTS_MAX_ATTEMPTS: '10' });
+    sim.setFaults({ serverErrorShare: 0.3, dropShare: 0.2, rateLimitShare: 0.2 });
+    for (let i = 0; i < 5; i += 1) await fetchDimensions(client);
+    expect(lines.length).toBeGreaterThan(5);
+    for (const line of lines) expect(line).not.toContain(TOKEN);
+  });
+});
