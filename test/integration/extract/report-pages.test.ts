@@ -1,0 +1,182 @@
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { type ApiError, ConfigError, DataError } from '../../../src/errors.js';
+import { fetchDimensions, validateFilters } from '../../../src/extract/dimensions.js';
+import { readPages } from '../../../src/extract/pager.js';
+import { mapRecords } from '../../../src/extract/record-mapping.js';
+import { createReport, waitForReport } from '../../../src/extract/report.js';
+import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { clientFor, failure } from './harness.js';
+
+// 500 posts a day: a 20-day window holds 10,000 posts, 10 pages.
+const sim: RunningSimulator = await startSimulator({ seed: 11, postsPerDay: 500 });
+afterAll(() => sim.close());
+
+const BIG = { start: '2026-02-01', end: '2026-02-20' };
+const context = (window: { start: string; end: string }, page: number) => ({
+  postIdField: 'platform_post_id',
+  window,
+  page,
+});
+
+describe('reports and pages against the simulator', () => {
+  beforeEach(() =>
+    sim.setFaults({ corruptPages: null, pageTokenTtlMs: null, reportTtlMs: null, failReportStartDates: [] }),
+  );
+
+  it('streams a report of 10,000 posts page by page, ids exact', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, BIG, {});
+    const first = await waitForReport(client, id, config.poll);
+    const ids: string[] = [];
+    const sizes: number[] = [];
+    for await (const page of readPages(client, id, { first })) {
+      sizes.push(page.records.length);
+      expect(page.index).toBe(sizes.length);
+      for (const post of mapRecords(page.records, context(BIG, page.index))) ids.push(post.id);
+    }
+    expect(sizes).toEqual(Array.from({ length: 10 }, () => 1000));
+    const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
+    expect(reference).toHaveLength(10_000);
+    expect(reference.some((r) => BigInt(r) > 2n ** 53n)).toBe(true);
+    expect(ids).toEqual(reference);
+  });
+
+  it('stops early, aborts the prefetch, and leaves the client usable', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, BIG, {});
+    const first = await waitForReport(client, id, config.poll);
+    const before = sim.stats().byRoute['GET /reports/posts/{id}'] ?? 0;
+    for await (const page of readPages(client, id, { first })) {
+      expect(page.index).toBe(1);
+      break;
+    }
+    // At most the one page fetched ahead was requested.
+    expect((sim.stats().byRoute['GET /reports/posts/{id}'] ?? 0) - before).toBeLessThanOrEqual(1);
+    expect((await fetchDimensions(client)).brands.length).toBeGreaterThan(0);
+  });
+
+  it('resumes from a stored next_page token', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, BIG, {});
+    const first = await waitForReport(client, id, config.poll);
+    const token = first.nextPage ?? '';
+    const indexes: number[] = [];
+    for await (const page of readPages(client, id, { startToken: token, startIndex: 1 }))
+      indexes.push(page.index);
+    expect(indexes).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it('reports a failure status', async () => {
+    const { client, config } = clientFor(sim);
+    sim.setFaults({ failReportStartDates: ['2025-05-05'] });
+    const { id } = await createReport(client, { start: '2025-05-05', end: '2025-05-06' }, {});
+    const error = (await failure(() => waitForReport(client, id, config.poll))) as ApiError;
+    expect(error.code).toBe('REPORT_FAILED');
+    expect(error.message).toBe(`report ${id} ended with status FAILED`);
+  });
+
+  it('gives up at the polling deadline, saying how long and the last status', async () => {
+    const slow = await startSimulator({ seed: 3, generationDelayMs: 3_600_000 });
+    try {
+      const { client, config } = clientFor(slow, { POST_REPORTS_POLL_DEADLINE_MS: '60' });
+      const { id } = await createReport(client, { start: '2026-01-01', end: '2026-01-01' }, {});
+      const polls: string[] = [];
+      const error = (await failure(() =>
+        waitForReport(client, id, config.poll, { onPoll: (status) => void polls.push(status) }),
+      )) as ApiError;
+      expect(error.code).toBe('REPORT_DEADLINE');
+      expect(error.message).toMatch(
+        new RegExp(
+          `^report ${id} was not DONE after \\d+ ms \\(\\d+ polls, deadline 60 ms\\); last status IN_PROGRESS$`,
+        ),
+      );
+      expect(polls.length).toBeGreaterThan(1);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('refuses invalid filters before any report is created, naming the value', async () => {
+    const fresh = await startSimulator({ seed: 5 });
+    try {
+      const freshClient = clientFor(fresh).client;
+      const dimensions = await fetchDimensions(freshClient);
+      const error = await failure(async () =>
+        validateFilters({ customSegments: [{ name: 'Region', values: ['Nowhere'] }] }, dimensions),
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe(
+        'unknown custom segment value "Nowhere" for "Region" (valid: Central, East, North, South, West)',
+      );
+      expect(fresh.stats().creationCalls).toBe(0);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('reports a vanished report as REPORT_GONE', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, { start: '2026-03-01', end: '2026-03-03' }, {});
+    sim.setFaults({ reportTtlMs: 60_000 });
+    sim.advanceTime(120_000);
+    const error = (await failure(() => waitForReport(client, id, config.poll))) as ApiError;
+    expect(error.code).toBe('REPORT_GONE');
+    expect(error.status).toBe(404);
+    expect(error.message).toContain(`report ${id} is gone (404`);
+  });
+
+  it('reports an expired page token as REPORT_GONE', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, BIG, {});
+    const first = await waitForReport(client, id, config.poll);
+    sim.setFaults({ pageTokenTtlMs: 1000 });
+    sim.advanceTime(5000);
+    const error = (await failure(async () => {
+      for await (const _ of readPages(client, id, { first })) {
+        // consume
+      }
+    })) as ApiError;
+    expect(error.code).toBe('REPORT_GONE');
+    expect(error.status).toBe(410);
+    expect(error.message).toContain('page 2');
+  });
+
+  it.each<[CorruptionKind, string]>([
+    ['data-not-array', 'data is an object, not an array'],
+    ['too-many-records', 'more than the 1000 a page may hold'],
+    ['missing-response-metadata', 'response_metadata is missing'],
+    ['next-page-not-string', 'next_page is a number'],
+    ['truncated-json', 'invalid JSON'],
+    ['html-200', 'invalid JSON'],
+  ])('refuses a malformed page (%s) naming the report and page', async (kind, why) => {
+    const { client, config } = clientFor(sim);
+    const window = { start: '2026-04-01', end: '2026-04-04' };
+    const { id } = await createReport(client, window, {});
+    const first = await waitForReport(client, id, config.poll);
+    sim.setFaults({ corruptPages: { kind, share: 1 } });
+    const error = (await failure(async () => {
+      for await (const _ of readPages(client, id, { first })) {
+        // consume
+      }
+    })) as DataError;
+    expect(error).toBeInstanceOf(DataError);
+    expect(error.code).toBe('PAGE_MALFORMED');
+    expect(error.message).toContain(`report ${id}`);
+    expect(error.message).toContain('page 2');
+    expect(error.message).toContain(why);
+  });
+
+  it.each<[CorruptionKind, string]>([
+    ['record-without-id', 'post id missing is missing'],
+    ['non-integer-id', 'post id 12345.5 is not an integer'],
+  ])('rejects a bad record (%s) naming window and page', async (kind, why) => {
+    const { client, config } = clientFor(sim);
+    const window = { start: '2026-04-01', end: '2026-04-04' };
+    sim.setFaults({ corruptPages: { kind, share: 1 } });
+    const { id } = await createReport(client, window, {});
+    const first = await waitForReport(client, id, config.poll);
+    const error = await failure(async () => mapRecords(first.records, context(window, first.index)));
+    expect((error as DataError).code).toBe('RECORD_INVALID');
+    expect(error.message).toBe(`record 1 of page 1 of window 2026-04-01..2026-04-04: ${why}`);
+  });
+});
