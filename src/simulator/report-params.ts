@@ -35,7 +35,13 @@ export const FILTER_NAMES = ['brands', 'markets', 'channels', 'ad_formats', 'con
 export type FilterName = (typeof FILTER_NAMES)[number];
 
 function quote(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    // A deeply nested body overflows the stack of JSON.stringify; the message only needs a hint.
+    text = Array.isArray(value) ? 'an array' : typeof value;
+  }
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
