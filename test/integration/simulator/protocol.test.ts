@@ -277,6 +277,7 @@ describe('reports', () => {
     });
     const ids = pages.flatMap((text) => idsOf(text));
     expect(ids).toEqual(truth.map((post) => BigInt(post.id)));
+    expect(simulator.referenceIds(january)).toEqual(truth.map((post) => post.id));
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ids) expect(id > 2n ** 53n).toBe(true);
     // Neighbouring ids collide once rounded to doubles: the test would notice a lossy parse.
