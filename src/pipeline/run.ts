@@ -382,8 +382,8 @@ class RunWindow {
       await this.loader.openWindow(window, id, signal);
       return await this.stagePages(window, id, readPages(this.api, id, { first, signal }), watchdog, log);
     } catch (error) {
-      if (error instanceof ApiError && error.code === 'REPORT_GONE') {
-        // The next attempt must create a new report.
+      if (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) {
+        // A report that is gone or failed is never polled again: the next attempt creates a new one.
         await recordReport(this.pool, this.schema, window, null);
       }
       throw watchdog.reason(error);
@@ -414,9 +414,10 @@ class RunWindow {
     for await (const page of pages) {
       const mapped = mapRecords(page.records, { postIdField, window, page: page.index });
       watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
+      // The pager counts pages from 1, as messages do; the stage counts from 0.
       await this.loader.stagePage(
         window,
-        { index: page.index, nextPage: page.nextPage, posts: mapped },
+        { index: page.index - 1, nextPage: page.nextPage, posts: mapped },
         watchdog.signal,
       );
       watchdog.progress();

@@ -36,6 +36,7 @@ export async function sync(options: SyncOptions): Promise<RunSummary> {
           'the first sync needs a start date: pass --start-date YYYY-MM-DD or set POST_REPORTS_START_DATE',
         );
       }
+      // biome-ignore lint/complexity/useMathMinMax: ISO dates compare as strings, not numbers
       const from = start > to ? to : start;
       return { from, to, windows: cutWindows(from, to, config.run.windowDays) };
     },

@@ -89,7 +89,7 @@ describe('faults (the built CLI)', () => {
     sim.setFaults({ failReportStartDates: [] });
     sim.advanceTime(HOURS_4);
     const second = await runCli(args, env);
-    expect(second.code).toBe(0);
+    expect(second.code, second.stdout).toBe(0);
     expect(second.summary).toMatchObject({ windows: { planned: 1, loaded: 1, failed: 0 } });
     sim.setFaults({ rateLimitShare: 0, serverErrorShare: 0, dropShare: 0 });
     expect((await compareWithReference(db.pool, 'faulty', all)).problems).toEqual([]);
