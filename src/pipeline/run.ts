@@ -116,7 +116,11 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
     applicationName: 'post-reports-etl',
   });
   try {
-    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, signal);
+    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, signal).catch(
+      (error: unknown) => {
+        throw connectionError(config.db.url.reveal(), error);
+      },
+    );
     try {
       // The range is decided before anything is written, so that a refused run leaves the database as it was.
       const stored = await peekTarget(pool, config.db.schema);
@@ -167,6 +171,23 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   } finally {
     await pool.end();
   }
+}
+
+/** A connection failure, named by host, port and database: never the user or password. */
+function connectionError(url: string, error: unknown): unknown {
+  // A server's SQLSTATE means PostgreSQL answered: that error speaks for itself.
+  if (error instanceof EtlError || /^[0-9A-Z]{5}$/.test(sqlState(error) ?? '')) return error;
+  let where = 'DATABASE_URL';
+  try {
+    const parsed = new URL(url);
+    where = `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
+  } catch {
+    // An unparsable URL: the reason below says why.
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return new StoreError('DB_ERROR', `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}`, {
+    cause: error,
+  });
 }
 
 function dayBefore(date: string): string {
