@@ -31,6 +31,8 @@ export interface RunSummary {
     readonly loaded: number;
     readonly skipped: number;
     readonly failed: number;
+    /** Windows stopped by SIGINT/SIGTERM (or the AbortSignal): not failed; the next run resumes them. */
+    readonly interrupted: number;
   };
   readonly posts: number;
   readonly pages: number;

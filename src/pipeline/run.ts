@@ -4,7 +4,7 @@ import pLimit from 'p-limit';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
-import { ApiError, ConfigError, EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
+import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
 import { fetchDimensions, validateFilters } from '../extract/dimensions.js';
 import { canonicalFilters, type Filters } from '../extract/filters.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
@@ -27,6 +27,7 @@ import {
   clearTarget,
   loadedWindows,
   markFailed,
+  markInterrupted,
   readTarget,
   readWindow,
   recordReport,
@@ -83,6 +84,7 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   const filters = canonicalFilters(config.run.filters);
   const counters: Counters = { posts: 0, pages: 0, reportsCreated: 0, loaded: 0 };
   const failures: WindowFailure[] = [];
+  let interruptedWindows = 0;
   let range: RunRange | undefined;
   let retries = 0;
   const api = new ApiClient(config.api, logger, {
@@ -96,7 +98,7 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
     exitCode,
     from: range?.from ?? null,
     to: range?.to ?? null,
-    windows: { planned: 0, loaded: counters.loaded, skipped: 0, failed: failures.length },
+    windows: { planned: 0, loaded: counters.loaded, skipped: 0, failed: failures.length, interrupted: 0 },
     posts: counters.posts,
     pages: counters.pages,
     retries,
@@ -143,6 +145,7 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
         plan.groups.map(async (group) => {
           const outcome = await runGroup(runWindow, limit, group, loader, signal);
           for (const f of outcome.failures) failures.push(f);
+          interruptedWindows += outcome.interrupted;
         }),
       );
 
@@ -160,7 +163,13 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       const status: RunStatus = interrupted ? 'interrupted' : failures.length > 0 ? 'partial' : 'succeeded';
       const exitCode = interrupted ? EXIT.interrupted : failures.length > 0 ? EXIT.partial : EXIT.ok;
       const summary = base(status, exitCode, {
-        windows: { planned, loaded: counters.loaded, skipped: plan.skipped.length, failed: failures.length },
+        windows: {
+          planned,
+          loaded: counters.loaded,
+          skipped: plan.skipped.length,
+          failed: failures.length,
+          interrupted: interruptedWindows,
+        },
         cursor: newCursor,
       });
       logger.info({ summary }, 'run finished');
@@ -251,41 +260,45 @@ async function runGroup(
   group: WindowGroup,
   loader: Loader,
   signal: AbortSignal | undefined,
-): Promise<{ failures: WindowFailure[] }> {
+): Promise<{ failures: WindowFailure[]; interrupted: number }> {
   const results = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
   const failures: WindowFailure[] = [];
+  let interrupted = 0;
   results.forEach((result, i) => {
-    if (result.status === 'rejected') failures.push(runWindow.failure(group[i] as Window, result.reason));
+    if (result.status === 'fulfilled') return;
+    // A window stopped by SIGINT/SIGTERM has not failed: its report and stage wait for the next run.
+    if (signal?.aborted) interrupted += 1;
+    else failures.push(runWindow.failure(group[i] as Window, result.reason));
   });
-  if (failures.length > 0 || signal?.aborted) {
+  if (signal?.aborted) return { failures, interrupted: group.length - failures.length };
+  if (failures.length > 0) {
     // A group commits whole or not at all; its windows that did stage are marked failed too.
-    if (failures.length > 0) {
-      for (const [i, w] of group.entries()) {
-        if (results[i]?.status === 'fulfilled') {
-          const failure = {
-            ...w,
-            code: 'GROUP_FAILED',
-            message: 'not committed: another window of its group failed',
-          };
-          failures.push(failure);
-          await runWindow.markFailed(w, failure.message);
-        }
+    for (const [i, w] of group.entries()) {
+      if (results[i]?.status === 'fulfilled') {
+        const failure = {
+          ...w,
+          code: 'GROUP_FAILED',
+          message: 'not committed: another window of its group failed',
+        };
+        failures.push(failure);
+        await runWindow.markFailed(w, failure.message);
       }
     }
-    return { failures };
+    return { failures, interrupted };
   }
   try {
     const started = Date.now();
     const { rows } = await loader.commitWindows(group, signal);
     runWindow.committed(group, rows, Date.now() - started);
   } catch (error) {
+    if (signal?.aborted) return { failures, interrupted: group.length };
     for (const w of group) {
       const failure = runWindow.failure(w, error);
       failures.push(failure);
       await runWindow.markFailed(w, failure.message);
     }
   }
-  return { failures };
+  return { failures, interrupted };
 }
 
 /** One window's extraction and staging, with its attempts. */
@@ -308,6 +321,15 @@ class RunWindow {
     const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
     const message = error instanceof Error ? oneLine(error.message) : oneLine(String(error));
     return { start: window.start, end: window.end, code, message };
+  }
+
+  async markInterrupted(window: Window, reason: unknown): Promise<void> {
+    const message = reason instanceof Error ? reason.message : 'interrupted';
+    try {
+      await markInterrupted(this.pool, this.schema, window, oneLine(message));
+    } catch (error) {
+      this.logger.error({ err: error, window: windowKey(window) }, 'could not record the interruption');
+    }
   }
 
   async markFailed(window: Window, message: string): Promise<void> {
@@ -341,9 +363,13 @@ class RunWindow {
         log.info({ attempt, posts, pages, stageMs: Date.now() - started }, 'window staged');
         return;
       } catch (error) {
-        const aborted = signal?.aborted === true || isAbortError(error);
         const failure = this.failure(window, error);
-        if (aborted || attempt >= attempts || !retryable(error)) {
+        if (signal?.aborted) {
+          log.warn({ attempt }, 'window interrupted');
+          await this.markInterrupted(window, signal.reason);
+          throw error;
+        }
+        if (attempt >= attempts || !retryable(error)) {
           log.error({ attempt, code: failure.code, err: error }, 'window failed');
           await this.markFailed(window, failure.message);
           this.context.onProgress?.({ type: 'window-failed', window, error: failure.message });

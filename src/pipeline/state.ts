@@ -161,3 +161,18 @@ export async function markFailed(
     [window.start, window.end, message],
   );
 }
+
+/** A window stopped by an interruption: back to pending, its report id kept for the next run to poll. */
+export async function markInterrupted(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  message: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE ${t(schema, 'report_windows')}
+        SET status = 'pending', last_error = $3, updated_at = now()
+      WHERE window_start = $1 AND window_end = $2`,
+    [window.start, window.end, message],
+  );
+}
