@@ -25,9 +25,8 @@ import {
 } from './run-summary.js';
 import {
   clearTarget,
+  endAttempt,
   loadedWindows,
-  markFailed,
-  markInterrupted,
   readTarget,
   readWindow,
   recordReport,
@@ -326,7 +325,7 @@ class RunWindow {
   async markInterrupted(window: Window, reason: unknown): Promise<void> {
     const message = reason instanceof Error ? reason.message : 'interrupted';
     try {
-      await markInterrupted(this.pool, this.schema, window, oneLine(message));
+      await endAttempt(this.pool, this.schema, window, 'pending', oneLine(message));
     } catch (error) {
       this.logger.error({ err: error, window: windowKey(window) }, 'could not record the interruption');
     }
@@ -334,7 +333,7 @@ class RunWindow {
 
   async markFailed(window: Window, message: string): Promise<void> {
     try {
-      await markFailed(this.pool, this.schema, window, message);
+      await endAttempt(this.pool, this.schema, window, 'failed', message);
     } catch (error) {
       this.logger.error({ err: error, window: windowKey(window) }, 'could not record the failure');
     }

@@ -148,31 +148,22 @@ export async function recordReport(
   );
 }
 
-export async function markFailed(
+/**
+ * Ends an attempt that did not load: 'failed' after its last attempt, or 'pending' when the run was interrupted
+ * (its report id is kept, for the next run to poll).
+ */
+export async function endAttempt(
   db: Queryable,
   schema: string,
   window: Window,
+  outcome: 'failed' | 'pending',
   message: string,
 ): Promise<void> {
   await db.query(
     `UPDATE ${t(schema, 'report_windows')}
-        SET status = 'failed', last_error = $3, finished_at = now(), updated_at = now()
+        SET status = $3, last_error = $4, finished_at = CASE WHEN $3 = 'failed' THEN now() ELSE finished_at END,
+            updated_at = now()
       WHERE window_start = $1 AND window_end = $2`,
-    [window.start, window.end, message],
-  );
-}
-
-/** A window stopped by an interruption: back to pending, its report id kept for the next run to poll. */
-export async function markInterrupted(
-  db: Queryable,
-  schema: string,
-  window: Window,
-  message: string,
-): Promise<void> {
-  await db.query(
-    `UPDATE ${t(schema, 'report_windows')}
-        SET status = 'pending', last_error = $3, updated_at = now()
-      WHERE window_start = $1 AND window_end = $2`,
-    [window.start, window.end, message],
+    [window.start, window.end, outcome, message],
   );
 }
