@@ -65,6 +65,7 @@ export interface RunRequest {
 }
 
 interface Counters {
+  /** Posts committed (not merely staged). */
   posts: number;
   pages: number;
   reportsCreated: number;
@@ -84,30 +85,12 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   const counters: Counters = { posts: 0, pages: 0, reportsCreated: 0, loaded: 0 };
   const failures: WindowFailure[] = [];
   let interruptedWindows = 0;
-  let range: RunRange | undefined;
   let retries = 0;
   const api = new ApiClient(config.api, logger, {
     onRetry: () => {
       retries += 1;
     },
   });
-  const base = (status: RunStatus, exitCode: number, extra: Partial<RunSummary> = {}): RunSummary => ({
-    command: request.command,
-    status,
-    exitCode,
-    from: range?.from ?? null,
-    to: range?.to ?? null,
-    windows: { planned: 0, loaded: counters.loaded, skipped: 0, failed: failures.length, interrupted: 0 },
-    posts: counters.posts,
-    pages: counters.pages,
-    retries,
-    reportsCreated: counters.reportsCreated,
-    durationMs: Date.now() - started,
-    cursor: null,
-    failures,
-    ...extra,
-  });
-
   logger.info('run started');
   const dimensions = await fetchDimensions(api, signal);
   validateFilters(filters, dimensions);
@@ -125,7 +108,7 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
     try {
       // The range is decided before anything is written, so that a refused run leaves the database as it was.
       const stored = await peekTarget(pool, config.db.schema);
-      range = request.resolve(stored?.cursorDate ?? null);
+      const range = request.resolve(stored?.cursorDate ?? null);
       const target = { schema: config.db.schema, postIdField: config.api.postIdField };
       checkTarget(stored, config, filters, request.reset);
       await migrate(pool, target, logger, signal);
@@ -161,7 +144,12 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       const interrupted = signal?.aborted === true;
       const status: RunStatus = interrupted ? 'interrupted' : failures.length > 0 ? 'partial' : 'succeeded';
       const exitCode = interrupted ? EXIT.interrupted : failures.length > 0 ? EXIT.partial : EXIT.ok;
-      const summary = base(status, exitCode, {
+      const summary: RunSummary = {
+        command: request.command,
+        status,
+        exitCode,
+        from: range.from,
+        to: range.to,
         windows: {
           planned,
           loaded: counters.loaded,
@@ -169,8 +157,14 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
           failed: failures.length,
           interrupted: interruptedWindows,
         },
+        posts: counters.posts,
+        pages: counters.pages,
+        retries,
+        reportsCreated: counters.reportsCreated,
+        durationMs: Date.now() - started,
         cursor: newCursor,
-      });
+        failures,
+      };
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
@@ -341,6 +335,7 @@ class RunWindow {
 
   committed(group: WindowGroup, rows: number, durationMs: number): void {
     this.counters.loaded += group.length;
+    this.counters.posts += rows;
     for (const w of group) {
       this.context.onProgress?.({ type: 'window-loaded', window: w, posts: rows, durationMs });
     }
@@ -470,7 +465,6 @@ class RunWindow {
       watchdog.waitingFor(`a page of report ${reportId}`);
       posts += mapped.length;
       count += 1;
-      this.counters.posts += mapped.length;
       this.counters.pages += 1;
       this.context.onProgress?.({ type: 'page-staged', window, posts: mapped.length });
       log.debug({ page: page.index, posts: mapped.length, bytes: page.bytes }, 'page staged');
