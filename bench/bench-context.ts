@@ -1,0 +1,31 @@
+import type pg from 'pg';
+
+/** What every benchmark needs: where to load, and how big and how often. */
+export interface BenchContext {
+  /** Connection string of the benchmark's own database. */
+  readonly databaseUrl: string;
+  /** A pool on it, for set-up, the floor and clean-up. */
+  readonly pool: pg.Pool;
+  readonly smoke: boolean;
+  readonly repetitions: number;
+  /** Progress lines on stderr. */
+  readonly log: (line: string) => void;
+}
+
+/** The environment of a CLI child: exactly what it needs, nothing from the bench's own shell. */
+export function cliEnv(
+  context: BenchContext,
+  baseUrl: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    POST_REPORTS_BASE_URL: baseUrl,
+    POST_REPORTS_TOKEN: 'sim-token',
+    DATABASE_URL: context.databaseUrl,
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    ...extra,
+  };
+}
+
+export const TOKEN = 'sim-token';
