@@ -1,4 +1,12 @@
-import { type Config, type ConfigNeeds, type Flags, parseConfig, readEnvironment } from '../config.js';
+import { build as prettyStream } from 'pino-pretty';
+import {
+  type Config,
+  type ConfigNeeds,
+  type Flags,
+  parseConfig,
+  type RawSettings,
+  readEnvironment,
+} from '../config.js';
 import { EtlError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 
@@ -9,12 +17,24 @@ export interface CommandContext {
   readonly signal: AbortSignal;
 }
 
+export interface ContextOptions {
+  /** The settings to read instead of the process environment (the demo builds its own). */
+  readonly env?: RawSettings;
+  /** Where log lines go instead of stderr (a live progress display prints them above its bar). */
+  readonly logSink?: NodeJS.WritableStream;
+}
+
 /**
  * Parses the configuration (environment, `.env`, flags) and builds the logger. The logger scrubs the token and
  * the database password from every line, wherever they hide.
  */
-export function commandContext(flags: Flags, needs: ConfigNeeds, signal: AbortSignal): CommandContext {
-  const config = parseConfig(readEnvironment(), flags, needs);
+export function commandContext(
+  flags: Flags,
+  needs: ConfigNeeds,
+  signal: AbortSignal,
+  options: ContextOptions = {},
+): CommandContext {
+  const config = parseConfig(options.env ?? readEnvironment(), flags, needs);
   const secrets = [config.api.token.reveal()];
   const dbUrl = config.db.url.reveal();
   if (dbUrl !== '') {
@@ -27,7 +47,15 @@ export function commandContext(flags: Flags, needs: ConfigNeeds, signal: AbortSi
   }
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);
-  const logger = createLogger({ level: config.log.level, pretty, secrets });
+  const sink = options.logSink;
+  const logger = createLogger({
+    level: config.log.level,
+    pretty,
+    secrets,
+    ...(sink === undefined
+      ? {}
+      : { destination: pretty ? prettyStream({ destination: sink, sync: true, colorize: true }) : sink }),
+  });
   return { config, logger, signal };
 }
 

@@ -1,12 +1,33 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
+import { ConfigError } from '../errors.js';
 import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
+import { demoCommand } from './demo-command.js';
 import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAGS } from './flags.js';
 import { runCommand } from './run-command.js';
 import type { Io } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
 
 const io: Io = { stdout: process.stdout, stderr: process.stderr };
+
+const progressOption = () =>
+  new Option(
+    '--progress-interval <seconds>',
+    'seconds between progress log lines when stderr is not a terminal (a live bar otherwise)',
+  ).default('10');
+
+/** --progress-interval in milliseconds; a bad value is a usage error (exit 2). */
+function progressIntervalMs(options: Record<string, unknown>): number {
+  const text = String(options.progressInterval ?? '10');
+  const seconds = Number(text);
+  if (text.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+    io.stderr.write(
+      `post-reports-etl: error: --progress-interval must be a number of seconds from 0 to 86400, got ${JSON.stringify(text)}\n`,
+    );
+    process.exit(2);
+  }
+  return Math.round(seconds * 1000);
+}
 
 function program(): Command {
   const root = new Command('post-reports-etl')
@@ -24,9 +45,11 @@ function program(): Command {
       .requiredOption('--from <date>', 'first date, YYYY-MM-DD')
       .requiredOption('--to <date>', 'last date, YYYY-MM-DD (inclusive)')
       .option('--reload', 'reload windows that are already loaded')
-      .option('--reset', 'clear the schema if it was loaded with other filters'),
+      .option('--reset', 'clear the schema if it was loaded with other filters')
+      .addOption(progressOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
+    const progress = progressIntervalMs(options);
     process.exitCode = await runCommand(
       io,
       'backfill',
@@ -37,6 +60,7 @@ function program(): Command {
         reload: options.reload === true,
         reset: options.reset === true,
       },
+      { progressIntervalMs: progress },
     );
   });
 
@@ -51,13 +75,50 @@ function program(): Command {
   const sync = addSettingFlags(
     new Command('sync')
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
-      .option('--reset', 'clear the schema if it was loaded with other filters'),
+      .option('--reset', 'clear the schema if it was loaded with other filters')
+      .addOption(progressOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {
-    process.exitCode = await runCommand(io, 'sync', collectFlags(options, syncFlags), {
-      reset: options.reset === true,
-    });
+    const progress = progressIntervalMs(options);
+    process.exitCode = await runCommand(
+      io,
+      'sync',
+      collectFlags(options, syncFlags),
+      { reset: options.reset === true },
+      { progressIntervalMs: progress },
+    );
   });
+
+  const demo = new Command('demo')
+    .description(
+      'Start the API simulator and a database (DATABASE_URL, else an embedded PostgreSQL), load the last 30 days, and show the rows',
+    )
+    .addOption(new Option('--days <n>', 'days to load, ending yesterday (UTC)').default('30'))
+    .addOption(new Option('--schema <name>', 'schema to load into').default('demo'))
+    .option('--database-url <url>', 'load here instead of an embedded PostgreSQL [env DATABASE_URL]')
+    .option('--keep', 'keep the simulator and the database running after the load, until Ctrl-C')
+    .option('--log-level <level>', 'pino level [env LOG_LEVEL, default info]')
+    .addOption(progressOption())
+    .action(async (options: Record<string, unknown>) => {
+      const days = Number(options.days);
+      if (!Number.isInteger(days) || days < 1 || days > 366) {
+        const error = new ConfigError(
+          'CONFIG_INVALID',
+          `--days must be an integer from 1 to 366, got ${JSON.stringify(options.days)}`,
+        );
+        io.stderr.write(`post-reports-etl: error: ${error.message}\n`);
+        process.exitCode = 2;
+        return;
+      }
+      process.exitCode = await demoCommand(io, {
+        schema: String(options.schema),
+        days,
+        keep: options.keep === true,
+        progressIntervalMs: progressIntervalMs(options),
+        ...(typeof options.databaseUrl === 'string' ? { databaseUrl: options.databaseUrl } : {}),
+        ...(typeof options.logLevel === 'string' ? { logLevel: options.logLevel } : {}),
+      });
+    });
 
   const migrate = addSettingFlags(new Command('migrate').description('Apply pending database migrations'), [
     ...DB_FLAGS,
@@ -108,6 +169,7 @@ function program(): Command {
     });
 
   return root
+    .addCommand(demo)
     .addCommand(backfill)
     .addCommand(sync)
     .addCommand(migrate)

@@ -1,8 +1,9 @@
-import type { Flags } from '../config.js';
+import type { Flags, RawSettings } from '../config.js';
 import { backfill } from '../pipeline/backfill.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
 import { commandContext, interruptSignal } from './context.js';
+import { createProgressReporter } from './progress-reporter.js';
 import { classify, type Io, printError, printSummary } from './run-output.js';
 
 export interface RunArgs {
@@ -12,42 +13,81 @@ export interface RunArgs {
   readonly reset?: boolean;
 }
 
-/** Runs backfill or sync, prints the summary line on stdout, and returns the exit code. */
+export interface RunOptions {
+  /** Seconds between progress log lines when stderr is not a terminal (0: only the first). */
+  readonly progressIntervalMs: number;
+  /** The settings to use instead of the process environment. */
+  readonly env?: RawSettings;
+  /** Print the JSON summary line on stdout (default true; the demo prints its own report). */
+  readonly printSummary?: boolean;
+}
+
+export interface RunOutcome {
+  readonly exitCode: number;
+  /** The run's summary; absent when the run could not start. */
+  readonly summary?: RunSummary;
+}
+
+/** Runs backfill or sync with progress, prints the summary line on stdout, and returns the exit code. */
 export async function runCommand(
   io: Io,
   command: 'backfill' | 'sync',
   flags: Flags,
   args: RunArgs,
+  options: RunOptions,
 ): Promise<number> {
+  return (await runWithProgress(io, command, flags, args, options)).exitCode;
+}
+
+/** runCommand's work, returning the summary too. */
+export async function runWithProgress(
+  io: Io,
+  command: 'backfill' | 'sync',
+  flags: Flags,
+  args: RunArgs,
+  options: RunOptions,
+): Promise<RunOutcome> {
   const started = Date.now();
   const signal = interruptSignal();
-  let summary: RunSummary | undefined;
+  const progress = createProgressReporter(io.stderr, options.progressIntervalMs);
+  const print = options.printSummary ?? true;
   try {
-    const context = commandContext(flags, { api: true, db: true }, signal);
-    const failed = (s: RunSummary) => s.failures.map((f) => `${f.start}..${f.end}: ${f.code}: ${f.message}`);
-    summary =
+    const context = commandContext(flags, { api: true, db: true }, signal, {
+      ...(options.env === undefined ? {} : { env: options.env }),
+      ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
+    });
+    const run = { ...context, onProgress: progress.start(context.logger) };
+    const summary =
       command === 'backfill'
         ? await backfill({
-            ...context,
+            ...run,
             from: args.from ?? '',
             to: args.to ?? '',
             reload: args.reload ?? false,
             reset: args.reset ?? false,
           })
-        : await sync({ ...context, reset: args.reset ?? false });
-    for (const line of failed(summary)) io.stderr.write(`post-reports-etl: window failed: ${line}\n`);
-    printSummary(io, summary);
-    return summary.exitCode;
+        : await sync({ ...run, reset: args.reset ?? false });
+    progress.stop();
+    for (const f of summary.failures) {
+      io.stderr.write(`post-reports-etl: window failed: ${f.start}..${f.end}: ${f.code}: ${f.message}\n`);
+    }
+    if (print) printSummary(io, summary);
+    return { exitCode: summary.exitCode, summary };
   } catch (error) {
+    progress.stop();
     const { exitCode, status, code } = signal.aborted ? classify(signal.reason) : classify(error);
     printError(io, error);
-    printSummary(io, {
-      command,
-      status,
-      exitCode,
-      durationMs: Date.now() - started,
-      error: { code, message: error instanceof Error ? error.message.split('\n')[0] : String(error) },
-    });
-    return exitCode;
+    if (print) {
+      printSummary(io, {
+        command,
+        status,
+        exitCode,
+        durationMs: Date.now() - started,
+        error: { code, message: error instanceof Error ? error.message.split('\n')[0] : String(error) },
+      });
+    }
+    return { exitCode };
+  } finally {
+    progress.stop();
   }
 }

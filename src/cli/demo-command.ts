@@ -1,0 +1,133 @@
+import pg from 'pg';
+import { type Flags, readEnvironment } from '../config.js';
+import { openDemoDatabase } from '../demo/demo-database.js';
+import {
+  postsPerSegmentQuery,
+  preflightVersusInflightQuery,
+  renderQuery,
+  sampleRowsQuery,
+  spendByBrandAndWeekQuery,
+} from '../demo/demo-queries.js';
+import { addDays, todayUtc } from '../pipeline/dates.js';
+import { startSimulator } from '../simulator/server.js';
+import { interruptSignal } from './context.js';
+import { runWithProgress } from './run-command.js';
+import { classify, type Io, printError } from './run-output.js';
+
+export interface DemoOptions {
+  /** Schema to load into (default `demo`). */
+  readonly schema: string;
+  /** Days to load, ending yesterday (UTC). */
+  readonly days: number;
+  /** Keep the simulator and an embedded database running after the load, until Ctrl-C. */
+  readonly keep: boolean;
+  readonly progressIntervalMs: number;
+  readonly databaseUrl?: string;
+  readonly logLevel?: string;
+}
+
+/**
+ * `demo`: starts the API simulator in-process and a database (DATABASE_URL, else an embedded PostgreSQL, else the
+ * local server), runs a backfill of the last `days` days with progress, then prints loaded rows and queries to try.
+ */
+export async function demoCommand(io: Io, options: DemoOptions): Promise<number> {
+  const note = (line: string) => io.stderr.write(`post-reports-etl demo: ${line}\n`);
+  const userEnv = readEnvironment();
+  let stopDatabase = async () => {};
+  let stopSimulator = async () => {};
+  try {
+    const simulator = await startSimulator({ seed: 1, postsPerDay: 50, generationDelayMs: 1000 });
+    stopSimulator = () => simulator.close();
+    note(`API simulator serving ${simulator.baseUrl}`);
+    const database = await openDemoDatabase(options.databaseUrl ?? userEnv.DATABASE_URL, note);
+    stopDatabase = () => database.stop();
+    note(
+      `loading into ${database.kind === 'embedded' ? 'an embedded PostgreSQL' : redact(database.url)}, schema "${options.schema}"`,
+    );
+
+    const to = addDays(todayUtc(), -1);
+    const from = addDays(to, -(options.days - 1));
+    // Only the demo's own settings: filters or an API set in the shell are for real runs, not for the simulator.
+    const env = {
+      POST_REPORTS_BASE_URL: simulator.baseUrl,
+      POST_REPORTS_TOKEN: simulator.token,
+      DATABASE_URL: database.url,
+      POST_REPORTS_SCHEMA: options.schema,
+      POST_REPORTS_POLL_INITIAL_MS: '200',
+      POST_REPORTS_POLL_MAX_MS: '1000',
+      ...pick(userEnv, ['LOG_LEVEL', 'LOG_FORMAT']),
+    };
+    const flags: Flags = options.logLevel === undefined ? {} : { logLevel: options.logLevel };
+    const outcome = await runWithProgress(
+      io,
+      'backfill',
+      flags,
+      { from, to, reload: true, reset: true },
+      { env, progressIntervalMs: options.progressIntervalMs, printSummary: false },
+    );
+    const summary = outcome.summary;
+    if (summary === undefined) return outcome.exitCode;
+    io.stdout.write(
+      `\nLoaded ${summary.posts} posts from ${summary.from} to ${summary.to} in ${summary.windows.loaded} windows (${(summary.durationMs / 1000).toFixed(1)} s): ${summary.status}\n`,
+    );
+
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      for (const query of [
+        sampleRowsQuery(options.schema),
+        spendByBrandAndWeekQuery(options.schema),
+        postsPerSegmentQuery(options.schema),
+        preflightVersusInflightQuery(options.schema),
+      ]) {
+        io.stdout.write(`\n-- ${query.title}\n${await renderQuery(client, query, 8)}\n`);
+      }
+    } finally {
+      await client.end();
+    }
+    const query = spendByBrandAndWeekQuery(options.schema).sql.replace(/\s+/g, ' ');
+    const where = database.kind === 'embedded' ? database.url : redact(database.url);
+    io.stdout.write(`\nA query to try (psql '${where}'):\n  ${query};\n`);
+
+    if (options.keep) {
+      note(
+        `keeping the simulator (${simulator.baseUrl}, token ${simulator.token}) and the database up: Ctrl-C to stop`,
+      );
+      if (database.kind === 'embedded') note(`database: ${database.url}`);
+      const signal = interruptSignal();
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    } else if (database.kind === 'embedded') {
+      note('the embedded database is deleted on exit; pass --keep to query it while the demo waits');
+    }
+    return summary.exitCode;
+  } catch (error) {
+    printError(io, error);
+    return classify(error).exitCode;
+  } finally {
+    await stopDatabase();
+    await stopSimulator();
+  }
+}
+
+function pick(
+  env: Readonly<Record<string, string | undefined>>,
+  names: readonly string[],
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** A connection string without its password, for display. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'DATABASE_URL';
+  }
+}

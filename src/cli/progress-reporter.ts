@@ -1,0 +1,31 @@
+import type { Logger } from '../logger.js';
+import type { ProgressEvent } from '../pipeline/run-summary.js';
+import { LiveProgress } from './live-progress.js';
+import { ProgressLog } from './progress-log.js';
+
+/** A run's progress output: a live bar on a terminal, periodic `progress` log lines otherwise. */
+export interface ProgressReporter {
+  /** Where the logger must write while the live bar is drawn; undefined when there is no bar. */
+  readonly logSink: NodeJS.WritableStream | undefined;
+  /** Starts reporting with the run's logger; returns the run's onProgress. */
+  start(logger: Logger): (event: ProgressEvent) => void;
+  stop(): void;
+}
+
+/** Chooses the live bar when `stderr` is a terminal, and the log line every `intervalMs` otherwise. */
+export function createProgressReporter(stderr: NodeJS.WritableStream, intervalMs: number): ProgressReporter {
+  const tty = (stderr as Partial<NodeJS.WriteStream>).isTTY === true;
+  if (tty) {
+    const live = new LiveProgress(stderr as NodeJS.WriteStream);
+    return { logSink: live.logSink, start: () => live.onProgress, stop: () => live.stop() };
+  }
+  let log: ProgressLog | undefined;
+  return {
+    logSink: undefined,
+    start(logger) {
+      log = new ProgressLog(logger, intervalMs);
+      return log.onProgress;
+    },
+    stop: () => log?.stop(),
+  };
+}
