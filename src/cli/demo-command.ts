@@ -57,7 +57,11 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
       POST_REPORTS_POLL_MAX_MS: '1000',
       ...pick(userEnv, ['LOG_LEVEL', 'LOG_FORMAT']),
     };
-    const flags: Flags = options.logLevel === undefined ? {} : { logLevel: options.logLevel };
+    // On a terminal the progress bar tells the story; the info lines would scroll it away.
+    const quiet =
+      (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true && userEnv.LOG_LEVEL === undefined;
+    const logLevel = options.logLevel ?? (quiet ? 'warn' : undefined);
+    const flags: Flags = logLevel === undefined ? {} : { logLevel };
     const outcome = await runWithProgress(
       io,
       'backfill',

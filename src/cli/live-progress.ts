@@ -19,17 +19,19 @@ export class LiveProgress {
     this.bars = new cliProgress.MultiBar(
       {
         stream,
-        format: ' {bar} {value}/{total} windows | {posts} posts | {rate} posts/s | ETA {eta}',
+        format: ' {bar} {value}/{total} windows | {posts} posts | {rate} posts/s | ETA {left}',
         barsize: 24,
         hideCursor: true,
         clearOnComplete: false,
         stopOnComplete: false,
         etaBuffer: 1,
         fps: 5,
+        // SIGINT and SIGTERM belong to the run: it rolls back and exits 130.
+        gracefulExit: false,
       },
       cliProgress.Presets.shades_classic,
     );
-    this.bar = this.bars.create(0, 0, { posts: 0, rate: '0', eta: '?' });
+    this.bar = this.bars.create(0, 0, { posts: 0, rate: '0', left: '?' });
     const bars = this.bars;
     this.logSink = new Writable({
       write(chunk: Buffer | string, _encoding, callback) {
@@ -49,13 +51,15 @@ export class LiveProgress {
     this.bar.update(s.windowsDone, {
       posts: s.posts,
       rate: s.postsPerSecond.toFixed(0),
-      eta: formatDuration(s.etaMs),
+      left: formatDuration(s.etaMs),
     });
   };
 
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    // The last events may have come after the last redraw.
+    if (this.bars.isActive) this.bars.update();
     this.bars.stop();
   }
 }
