@@ -62,7 +62,9 @@ export async function migrate(
       `post-reports-etl:migrate:${target.schema}`,
     ]);
     locked = true;
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists: a role owning only its schema could not run.
+    if ((await client.query('SELECT to_regnamespace($1) IS NULL AS missing', [schema])).rows[0]?.missing)
+      await client.query(`CREATE SCHEMA ${schema}`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
          name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
