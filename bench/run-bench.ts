@@ -67,7 +67,7 @@ function report(load?: LoadResult, e2e?: EndToEndResult, memory?: MemoryResult):
   if (memory) {
     for (const size of memory.sizes) {
       rows.push([
-        `Peak RSS, one window of ${size.posts.toLocaleString('en')} posts`,
+        `Peak RSS, one window of ${size.posts.toLocaleString('en')} posts${size.nodeFlags ? ` (node ${size.nodeFlags})` : ''}`,
         `${size.peakRssMb.toFixed(0)} MB`,
         '',
         '',
@@ -109,6 +109,8 @@ async function main(): Promise<void> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  // DROP DATABASE … WITH (FORCE) at the end ends any connection still open; that is expected.
+  pool.on('error', () => {});
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, PostgreSQL ${(await pool.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? '?'}`;
   const context: BenchContext = {
     databaseUrl: url.toString(),
