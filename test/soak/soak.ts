@@ -126,7 +126,10 @@ async function episode(
       const allowed = new Set([0, 3]);
       if (outcome.signalled === 'SIGTERM') allowed.add(130);
       if (outcome.backendsKilled > 0) allowed.add(1);
-      if (!(outcome.signalled === 'SIGKILL' && signal === 'SIGKILL') && !allowed.has(code ?? -1)) {
+      // A signal that lands before the CLI has installed its handlers (module loading) ends it by the signal itself:
+      // nothing was written yet, and the tables are checked below like after any other run.
+      const diedOfSignal = outcome.signalled !== null && signal === outcome.signalled;
+      if (!diedOfSignal && !allowed.has(code ?? -1)) {
         const lastError =
           outcome.result.stderr
             .split('\n')

@@ -1,0 +1,116 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type RunningSimulator,
+  type SimulatorOptions,
+  startSimulator,
+} from '../../../src/simulator/server.js';
+import { type CliRun, runCli, startCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
+
+const db = await createTestDatabase();
+const sims: RunningSimulator[] = [];
+afterAll(async () => {
+  for (const sim of sims) await sim.close();
+});
+
+/** The loaded data (not the run state, which records the interrupted attempt). */
+async function dataSnapshot(schema: string): Promise<string> {
+  const all = await snapshotSchema(db.pool, schema);
+  return all
+    .split('\n\n')
+    .filter((part) => /^(posts|post_custom_segments|field_columns|sync_state): /.test(part))
+    .join('\n\n');
+}
+
+/** Harness guard only: a child still running after this is a hang, and fails the test. */
+async function endsWithin(run: CliRun, ms: number) {
+  const guard = sleep(ms).then(() => 'hung' as const);
+  const outcome = await Promise.race([run.done, guard]);
+  if (outcome === 'hung') run.child.kill('SIGKILL');
+  return outcome;
+}
+
+interface Phase {
+  readonly name: string;
+  readonly sim: SimulatorOptions;
+  /** Debug log message after which the run is in the phase. */
+  readonly after: string;
+  readonly windowDays: string;
+}
+
+const FROM = '2025-04-07';
+const TO = '2025-04-20';
+
+const phases: Phase[] = [
+  // Every request takes 2 s: once the window has started, its creation request is in flight.
+  { name: 'creating', sim: { seed: 31, postsPerDay: 30 }, after: '"msg":"window started"', windowDays: '7' },
+  {
+    name: 'polling',
+    // The interrupted run talks to a twin simulator (same seed, same posts) whose reports take an hour.
+    sim: { seed: 32, postsPerDay: 30, generationDelayMs: 3_600_000 },
+    after: '"msg":"report created"',
+    windowDays: '7',
+  },
+  {
+    name: 'paging',
+    sim: { seed: 33, postsPerDay: 200, faults: { latencyMs: 0 } },
+    after: '"msg":"page staged"',
+    windowDays: '14',
+  },
+];
+
+describe('graceful shutdown: SIGTERM in every phase (the built CLI)', () => {
+  for (const phase of phases) {
+    it(`ends with 130 while ${phase.name}, releases the lock and leaves the loaded data as it was`, async () => {
+      const slow = phase.sim.generationDelayMs !== undefined;
+      const sim = await startSimulator(slow ? { ...phase.sim, generationDelayMs: 0 } : phase.sim);
+      sims.push(sim);
+      const schema = `term_${phase.name}`;
+      const args = [
+        'backfill',
+        '--from',
+        FROM,
+        '--to',
+        TO,
+        '--window-days',
+        phase.windowDays,
+        '--schema',
+        schema,
+      ];
+      const first = await runCli(args, cliEnv(sim, db.url));
+      expect(first.code, first.stderr).toBe(0);
+      const before = await dataSnapshot(schema);
+      expect(before).toContain('posts: {');
+
+      // The reload replaces the loaded windows: the interrupted one must leave them as they were.
+      const twin = slow ? await startSimulator(phase.sim) : sim;
+      if (twin !== sim) sims.push(twin);
+      const env = cliEnv(twin, db.url, { LOG_LEVEL: 'debug' });
+      if (phase.name === 'creating') sim.setFaults({ latencyMs: 2000 });
+      if (phase.name === 'paging') sim.setFaults({ latencyMs: 400 });
+      sim.advanceTime(4 * 3_600_000);
+      const run = startCli([...args, '--reload'], env);
+      await run.waitForOutput(phase.after);
+      run.child.kill('SIGTERM');
+      const outcome = await endsWithin(run, 10_000);
+      expect(outcome, `still running 10 s after SIGTERM while ${phase.name}`).not.toBe('hung');
+      const result = await run.done;
+      expect(result.code, result.stderr.slice(-2000)).toBe(130);
+      expect(result.summary).toMatchObject({ status: 'interrupted', exitCode: 130 });
+      expect(await dataSnapshot(schema)).toBe(before);
+
+      // The lock was released: a run that may not wait starts at once, and completes the reload exactly.
+      sim.setFaults({ latencyMs: 0 });
+      const next = await runCli(
+        [...args, '--reload'],
+        cliEnv(sim, db.url, { POST_REPORTS_LOCK_WAIT_MS: '0' }),
+      );
+      expect(next.code, next.stderr.slice(-2000)).toBe(0);
+      const reference = sim.referencePosts({ start_date: FROM, end_date: TO });
+      expect((await compareWithReference(db.pool, schema, reference)).problems).toEqual([]);
+    });
+  }
+});
