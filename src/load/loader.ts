@@ -51,6 +51,21 @@ export interface StagedPage {
   posts: readonly MappedPost[];
 }
 
+/** A page encoded for the stage by preparePage, to be written by writePage. */
+export interface PreparedPage {
+  readonly window: WindowKey;
+  readonly index: number;
+  readonly nextPage: string | null;
+  readonly rows: number;
+  readonly columns: readonly PageColumn[];
+  /** The stage's SQL type of each column, in the order of `columns`. */
+  readonly stageTypes: readonly string[];
+  /** COPY text of the posts and of their segments ('' when none). */
+  readonly posts: string;
+  readonly segments: string;
+  readonly nulReplaced: number;
+}
+
 export interface OpenWindowOptions {
   /** Filters recorded on a new report_windows row (default: the target's filters in sync_state). */
   filters?: unknown;
@@ -142,9 +157,19 @@ export class Loader {
    * Stages one page: schema evolution of posts for new fields first (its own short DDL transaction), then, in
    * ONE transaction, the stage's columns, the COPY of posts and segments, and the progress (page index +
    * next_page token), so that stage and progress agree. Pages must come in order: a page already staged is
-   * skipped (a retry after a lost acknowledgement), a gap is a StoreError.
+   * skipped (a retry after a lost acknowledgement), a gap is a StoreError. The same as writePage(preparePage()).
    */
   async stagePage(window: WindowKey, page: StagedPage, signal?: AbortSignal): Promise<void> {
+    await this.writePage(await this.preparePage(window, page, signal), signal);
+  }
+
+  /**
+   * The first half of stagePage, mostly CPU: schema evolution of posts for the page's new fields, the column
+   * types, and the COPY text. Writes nothing to the stage, so the next page can be prepared while the previous
+   * one is written (writePage): on two cores encoding then overlaps the database's work. Pages must still be
+   * written in order.
+   */
+  async preparePage(window: WindowKey, page: StagedPage, signal?: AbortSignal): Promise<PreparedPage> {
     checkWindow(window);
     if (page.posts.length >= MAX_PAGE_ROWS) {
       throw new StoreError(
@@ -152,7 +177,6 @@ export class Loader {
         `page ${page.index} of window ${label(window)} has ${page.posts.length} posts, more than a page can hold`,
       );
     }
-    const { schema } = this.#target;
     const place = { window: label(window), page: page.index };
     try {
       signal?.throwIfAborted();
@@ -171,6 +195,28 @@ export class Loader {
       const columns = pageColumns(plan.fields, registry);
       const stats: EncodeStats = { nulReplaced: 0 };
       const text = encodePage(page.posts, page.index, columns, stats);
+      return {
+        window: { start: window.start, end: window.end },
+        index: page.index,
+        nextPage: page.nextPage,
+        rows: page.posts.length,
+        columns,
+        stageTypes: stageTypes(columns, registry),
+        posts: text.posts,
+        segments: text.segmentRows > 0 ? text.segments : '',
+        nulReplaced: stats.nulReplaced,
+      };
+    } catch (error) {
+      throw asStoreError(`staging window ${label(window)} page ${page.index}`, error);
+    }
+  }
+
+  /** The second half of stagePage: one transaction that COPYs a prepared page into the stage with its progress. */
+  async writePage(prepared: PreparedPage, signal?: AbortSignal): Promise<void> {
+    const { window, index } = prepared;
+    const { schema } = this.#target;
+    const place = { window: label(window), page: index };
+    try {
       signal?.throwIfAborted();
       const staged = await withTransaction(this.#pool, async (client) => {
         await client.query(q.stageAsynchronousCommit);
@@ -181,53 +227,51 @@ export class Loader {
         const row = found.rows[0];
         if (!row)
           throw new StoreError('DB_ERROR', `window ${label(window)} is not open: call openWindow first`);
-        if (page.index < row.pages_staged) return false;
-        if (page.index > row.pages_staged) {
+        if (index < row.pages_staged) return false;
+        if (index > row.pages_staged) {
           throw new StoreError(
             'DB_ERROR',
-            `window ${label(window)}: page ${page.index} arrived but ${row.pages_staged} is next`,
+            `window ${label(window)}: page ${index} arrived but ${row.pages_staged} is next`,
           );
         }
         if (row.pages_staged > 0 && row.next_page === null) {
           throw new StoreError(
             'DB_ERROR',
-            `window ${label(window)}: page ${page.index} arrived after the last page`,
+            `window ${label(window)}: page ${index} arrived after the last page`,
           );
         }
-        await this.#fitStageColumns(client, row.stage_posts, columns, registry);
+        await this.#fitStageColumns(client, row.stage_posts, prepared.columns, prepared.stageTypes);
         await copyIn(
           client,
           q.copyStagePosts(
             schema,
             row.stage_posts,
-            columns.map((c) => c.column),
+            prepared.columns.map((c) => c.column),
           ),
-          text.posts,
+          prepared.posts,
           signal,
         );
-        if (text.segmentRows > 0) {
-          await copyIn(client, q.copyStageSegments(schema, row.stage_segments), text.segments, signal);
-        }
+        await copyIn(client, q.copyStageSegments(schema, row.stage_segments), prepared.segments, signal);
         await client.query(q.advanceProgress(schema), [
           window.start,
           window.end,
-          page.index + 1,
-          page.nextPage,
-          page.posts.length,
+          index + 1,
+          prepared.nextPage,
+          prepared.rows,
         ]);
-        await client.query(q.reportWindowPages(schema), [window.start, window.end, page.index + 1]);
+        await client.query(q.reportWindowPages(schema), [window.start, window.end, index + 1]);
         return true;
       });
       if (!staged) {
         this.#logger.debug({ ...place }, 'page already staged: skipped');
         return;
       }
-      if (stats.nulReplaced > 0) {
-        this.#logger.warn({ ...place, count: stats.nulReplaced }, 'NUL characters replaced by U+FFFD');
+      if (prepared.nulReplaced > 0) {
+        this.#logger.warn({ ...place, count: prepared.nulReplaced }, 'NUL characters replaced by U+FFFD');
       }
-      this.#logger.debug({ ...place, posts: page.posts.length }, 'page staged');
+      this.#logger.debug({ ...place, posts: prepared.rows }, 'page staged');
     } catch (error) {
-      throw asStoreError(`staging window ${label(window)} page ${page.index}`, error);
+      throw asStoreError(`staging window ${label(window)} page ${index}`, error);
     }
   }
 
@@ -393,18 +437,26 @@ export class Loader {
     client: pg.PoolClient,
     stage: string,
     columns: readonly PageColumn[],
-    registry: Registry,
+    types: readonly string[],
   ): Promise<void> {
     const { schema } = this.#target;
     const have = await columnsOf(client, schema, stage);
-    for (const column of columns) {
-      const info = registry.byField.get(column.field)!;
-      const want = info.type === 'other' ? 'text' : q.sqlType(info.type, info.sqlType);
+    for (let i = 0; i < columns.length; i++) {
+      const column = columns[i]!;
+      const want = types[i]!;
       const current = have.get(column.column);
       if (current === undefined) await client.query(q.addColumn(schema, stage, column.column, want));
       else if (current !== want) await client.query(q.alterColumnType(schema, stage, column.column, want));
     }
   }
+}
+
+// The SQL type each page column has in the stage: the posts column's type; a hand-set type is staged as text.
+function stageTypes(columns: readonly PageColumn[], registry: Registry): string[] {
+  return columns.map((column) => {
+    const info = registry.byField.get(column.field)!;
+    return info.type === 'other' ? 'text' : q.sqlType(info.type, info.sqlType);
+  });
 }
 
 function pageColumns(fields: ReadonlyMap<string, unknown>, registry: Registry): PageColumn[] {

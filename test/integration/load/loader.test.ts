@@ -209,6 +209,41 @@ describe('window-atomic loads', () => {
     );
     expect(segments.rows).toEqual([{ value: 'West' }]);
   });
+
+  it('prepares the next page while the previous one is written, a new column included', async () => {
+    const w = { start: '2026-06-01', end: '2026-06-07' };
+    await loader.openWindow(w, 'pipelined');
+    const first = await loader.preparePage(w, { index: 0, nextPage: 'p1', posts: windowPosts([1, 2], 'p0') });
+    const second = await loader.preparePage(w, {
+      index: 1,
+      nextPage: null,
+      posts: [post(3, { pipelined_metric: 7, note: 'p1' }, [seg('Region', 'North')])],
+    });
+    // Prepared pages are still written in order.
+    await expect(loader.writePage(second)).rejects.toThrow(/page 1 arrived but 0 is next/);
+    const writing = loader.writePage(first);
+    // Preparing a page with a new field evolves posts while the previous page's COPY is in flight.
+    const third = await loader.preparePage(w, {
+      index: 1,
+      nextPage: null,
+      posts: [post(3, { pipelined_metric: 7, other_new: 'x', note: 'p1' }, [seg('Region', 'North')])],
+    });
+    await writing;
+    expect(await idsOf(db.pool, w)).toEqual([]);
+    await loader.writePage(third);
+    expect((await loader.commitWindows([w])).rows).toBe(3);
+    expect(await columnType('pipelined_metric')).toBe('bigint');
+    const rows = await db.pool.query(
+      `SELECT platform_post_id::text AS id, pipelined_metric::text AS m, other_new, note
+         FROM post_reports.posts WHERE _window_start = $1 ORDER BY 1`,
+      [w.start],
+    );
+    expect(rows.rows).toEqual([
+      { id: '1', m: null, other_new: null, note: 'p0' },
+      { id: '2', m: null, other_new: null, note: 'p0' },
+      { id: '3', m: '7', other_new: 'x', note: 'p1' },
+    ]);
+  });
 });
 
 describe('values', () => {
