@@ -5,7 +5,7 @@ import { createPool } from '../load/database.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { listWindows, readTarget } from '../pipeline/state.js';
-import { commandContext, interruptSignal } from './context.js';
+import { commandContext } from './context.js';
 import { classify, type Io, printError } from './run-output.js';
 
 async function guarded(io: Io, body: () => Promise<void>): Promise<number> {
@@ -21,7 +21,7 @@ async function guarded(io: Io, body: () => Promise<void>): Promise<number> {
 /** `migrate`: applies pending migrations to the schema. */
 export function migrateCommand(io: Io, flags: Flags): Promise<number> {
   return guarded(io, async () => {
-    const { config, logger, signal } = commandContext(flags, { db: true }, interruptSignal());
+    const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
     const pool = createPool(config.db, logger, { max: 1 });
     try {
       const { applied } = await migrate(
@@ -40,7 +40,7 @@ export function migrateCommand(io: Io, flags: Flags): Promise<number> {
 /** `status`: windows loaded, failed and in progress, and the cursor. */
 export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
   return guarded(io, async () => {
-    const { config, logger } = commandContext(flags, { db: true }, interruptSignal());
+    const { config, logger } = commandContext(flags, { db: true }, io.signal);
     const pool = createPool(config.db, logger, { max: 1 });
     try {
       const schema = config.db.schema;
@@ -88,7 +88,7 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
 /** `dimensions`: the organization's valid filter values, as JSON. */
 export function dimensionsCommand(io: Io, flags: Flags): Promise<number> {
   return guarded(io, async () => {
-    const { config, logger, signal } = commandContext(flags, { api: true }, interruptSignal());
+    const { config, logger, signal } = commandContext(flags, { api: true }, io.signal);
     const dimensions = await fetchDimensions(new ApiClient(config.api, logger), signal);
     io.stdout.write(`${JSON.stringify(dimensions, null, 2)}\n`);
   });

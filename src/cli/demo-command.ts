@@ -10,7 +10,6 @@ import {
 } from '../demo/demo-queries.js';
 import { addDays, todayUtc } from '../pipeline/dates.js';
 import { startSimulator } from '../simulator/server.js';
-import { interruptSignal } from './context.js';
 import { runWithProgress } from './run-command.js';
 import { classify, type Io, printError } from './run-output.js';
 
@@ -98,7 +97,7 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
         `keeping the simulator (${simulator.baseUrl}, token ${simulator.token}) and the database up: Ctrl-C to stop`,
       );
       if (database.kind === 'embedded') note(`database: ${database.url}`);
-      const signal = interruptSignal();
+      const signal = io.signal;
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     } else if (database.kind === 'embedded') {
       note('the embedded database is deleted on exit; pass --keep to query it while the demo waits');

@@ -2,13 +2,14 @@
 import { Command, Option } from 'commander';
 import { ConfigError } from '../errors.js';
 import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
+import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
 import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAGS } from './flags.js';
 import { runCommand } from './run-command.js';
 import type { Io } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
 
-const io: Io = { stdout: process.stdout, stderr: process.stderr };
+const io: Io = { stdout: process.stdout, stderr: process.stderr, signal: interruptSignal() };
 
 const progressOption = () =>
   new Option(

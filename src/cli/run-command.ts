@@ -2,7 +2,7 @@ import type { Flags, RawSettings } from '../config.js';
 import { backfill } from '../pipeline/backfill.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
-import { commandContext, interruptSignal } from './context.js';
+import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
 import { classify, type Io, printError, printSummary } from './run-output.js';
 
@@ -48,7 +48,7 @@ export async function runWithProgress(
   options: RunOptions,
 ): Promise<RunOutcome> {
   const started = Date.now();
-  const signal = interruptSignal();
+  const signal = io.signal;
   const progress = createProgressReporter(io.stderr, options.progressIntervalMs);
   const print = options.printSummary ?? true;
   try {

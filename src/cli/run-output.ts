@@ -5,6 +5,8 @@ import { EXIT, type RunStatus, type RunSummary } from '../pipeline/run-summary.j
 export interface Io {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream;
+  /** Fired by SIGINT/SIGTERM; installed first thing, so that no early signal goes unanswered. */
+  readonly signal: AbortSignal;
 }
 
 /** Maps an error that stopped a command to its exit code and status. */

@@ -1,6 +1,5 @@
 import { ConfigError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
-import { interruptSignal } from './context.js';
 import { type Io, printError } from './run-output.js';
 
 function number(name: string, text: string | undefined, min: number, max: number): number {
@@ -34,7 +33,7 @@ export async function simulatorCommand(io: Io, options: Record<string, string>):
     });
     io.stderr.write(`post-reports-etl: simulator serving ${simulator.baseUrl} (token ${simulator.token})\n`);
     io.stdout.write(`${JSON.stringify({ baseUrl: simulator.baseUrl })}\n`);
-    const signal = interruptSignal();
+    const signal = io.signal;
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     await simulator.close();
     return 0;

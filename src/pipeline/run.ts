@@ -452,22 +452,35 @@ class RunWindow {
     let posts = 0;
     let count = 0;
     watchdog.waitingFor(`a page of report ${reportId}`);
-    for await (const page of pages) {
-      const mapped = mapRecords(page.records, { postIdField, window, page: page.index });
-      watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
-      // The pager counts pages from 1, as messages do; the stage counts from 0.
-      await this.loader.stagePage(
-        window,
-        { index: page.index - 1, nextPage: page.nextPage, posts: mapped },
-        watchdog.signal,
-      );
-      watchdog.progress();
-      watchdog.waitingFor(`a page of report ${reportId}`);
-      posts += mapped.length;
-      count += 1;
-      this.counters.pages += 1;
-      this.context.onProgress?.({ type: 'page-staged', window, posts: mapped.length });
-      log.debug({ page: page.index, posts: mapped.length, bytes: page.bytes }, 'page staged');
+    // A page is encoded while the one before it is written: on two cores the encoding overlaps the database.
+    let writing: Promise<void> | undefined;
+    try {
+      for await (const page of pages) {
+        const mapped = mapRecords(page.records, { postIdField, window, page: page.index });
+        // The pager counts pages from 1, as messages do; the stage counts from 0.
+        const prepared = await this.loader.preparePage(
+          window,
+          { index: page.index - 1, nextPage: page.nextPage, posts: mapped },
+          watchdog.signal,
+        );
+        watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
+        await writing;
+        writing = this.loader.writePage(prepared, watchdog.signal).then(() => {
+          watchdog.progress();
+          posts += mapped.length;
+          count += 1;
+          this.counters.pages += 1;
+          this.context.onProgress?.({ type: 'page-staged', window, posts: mapped.length });
+          log.debug({ page: page.index, posts: mapped.length, bytes: page.bytes }, 'page staged');
+        });
+        // Awaited on the next page or below; this only keeps a failure from being reported as unhandled meanwhile.
+        writing.catch(() => {});
+        watchdog.waitingFor(`a page of report ${reportId}`);
+      }
+      await writing;
+    } finally {
+      // Never leave a write running behind a failed attempt: the next attempt would race it.
+      await writing?.catch(() => {});
     }
     return { posts, pages: count };
   }
