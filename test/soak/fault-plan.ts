@@ -1,3 +1,4 @@
+import { DEFAULT_FAULTS } from '../../src/simulator/faults.js';
 import type { Random } from '../../src/simulator/random.js';
 import type { Faults } from '../../src/simulator/server.js';
 
@@ -40,18 +41,8 @@ export interface FaultPlan {
 }
 
 /** Every knob off: what a clean run gets. */
-export const NO_FAULTS: Partial<Faults> = {
-  latencyMs: 0,
-  rateLimitShare: 0,
-  retryAfterSeconds: 0,
-  serverErrorShare: 0,
-  dropShare: 0,
-  failReportShare: 0,
-  failReportStartDates: [],
-  pageTokenTtlMs: null,
-  reportTtlMs: null,
-  corruptPages: null,
-};
+// Retry-After 0: a clean run should not sleep on a 429 it will never get anyway.
+export const NO_FAULTS: Partial<Faults> = { ...DEFAULT_FAULTS, retryAfterSeconds: 0 };
 
 function randomTrigger(random: Random): Trigger {
   if (random.chance(0.4)) return { afterMs: 50 + random.int(1000) };

@@ -1,4 +1,5 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_FAULTS } from '../../../src/simulator/faults.js';
 import type { CorruptionKind } from '../../../src/simulator/server.js';
 import { type ReportParams, startSimulator } from '../../../src/simulator/server.js';
 import {
@@ -15,18 +16,7 @@ import {
 const simulator = await startSimulator({ seed: 3, postsPerDay: 600 });
 afterAll(() => simulator.close());
 
-const OFF = {
-  latencyMs: 0,
-  rateLimitShare: 0,
-  retryAfterSeconds: 1,
-  serverErrorShare: 0,
-  dropShare: 0,
-  failReportShare: 0,
-  failReportStartDates: [],
-  pageTokenTtlMs: null,
-  reportTtlMs: null,
-  corruptPages: null,
-};
+const OFF = DEFAULT_FAULTS;
 
 beforeEach(() => simulator.setFaults(OFF));
 
