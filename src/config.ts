@@ -26,6 +26,12 @@ export interface DbConfig {
   readonly schema: string;
   readonly statementTimeoutMs: number;
   readonly lockWaitMs: number;
+  /** Opening a connection, or waiting for a free one in the pool; 0: no limit. Absent: 0. */
+  readonly connectTimeoutMs?: number;
+  /** `lock_timeout` of the connector's sessions; 0: no limit. Absent: the server's setting. */
+  readonly lockTimeoutMs?: number;
+  /** `idle_in_transaction_session_timeout` of the connector's sessions; 0: no limit. Absent: the server's. */
+  readonly idleInTransactionTimeoutMs?: number;
 }
 
 export interface RunConfig {
@@ -123,6 +129,21 @@ export const SETTINGS = {
     env: 'POST_REPORTS_STATEMENT_TIMEOUT_MS',
     default: '600000',
     description: 'statement_timeout of the connector sessions',
+  },
+  lockTimeoutMs: {
+    env: 'POST_REPORTS_LOCK_TIMEOUT_MS',
+    default: '120000',
+    description: 'lock_timeout of the connector sessions: longest wait for a table lock',
+  },
+  idleInTransactionTimeoutMs: {
+    env: 'POST_REPORTS_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+    default: '60000',
+    description: 'idle_in_transaction_session_timeout of the connector sessions',
+  },
+  connectTimeoutMs: {
+    env: 'POST_REPORTS_CONNECT_TIMEOUT_MS',
+    default: '30000',
+    description: 'Timeout of opening a database connection (or waiting for a free one)',
   },
   lockWaitMs: {
     env: 'POST_REPORTS_LOCK_WAIT_MS',
@@ -389,6 +410,9 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
     schema: identifier('schema', env, flags, problems),
     statementTimeoutMs: integer('statementTimeoutMs', env, flags, problems, 0, 86_400_000),
     lockWaitMs: integer('lockWaitMs', env, flags, problems, 0, 86_400_000),
+    lockTimeoutMs: integer('lockTimeoutMs', env, flags, problems, 0, 86_400_000),
+    idleInTransactionTimeoutMs: integer('idleInTransactionTimeoutMs', env, flags, problems, 0, 86_400_000),
+    connectTimeoutMs: integer('connectTimeoutMs', env, flags, problems, 0, 3_600_000),
   };
 }
 

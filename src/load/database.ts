@@ -1,8 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { DbConfig } from '../config.js';
+import { type DbConfig, SETTINGS } from '../config.js';
 import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { sqlState } from './pg-error-codes.js';
+import { LOCK_NOT_AVAILABLE, QUERY_CANCELED, sqlState } from './pg-error-codes.js';
 
 export interface PoolOptions {
   /** Connections at most (default 10). */
@@ -11,17 +12,33 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
+/** idle_in_transaction_session_timeout fired (not in pg-error-codes.ts: nothing else reacts to it). */
+const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';
+// A dead peer (a server gone without a FIN) is noticed by TCP keepalive instead of a read that never ends.
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+
 /**
- * The one place that opens PostgreSQL connections. `statement_timeout` is set per session from the config;
- * `sslmode` and the other URL parameters are honoured by pg. Errors of idle connections (a restarted server,
- * a terminated backend) are logged without the connection string, and the pool replaces the connection.
+ * The one place that opens PostgreSQL connections. Every wait has a deadline: `statement_timeout`,
+ * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none),
+ * opening a connection or waiting for a free one is bounded by `connectTimeoutMs`, and TCP keepalive notices a
+ * server that vanished. `sslmode` and the other URL parameters are honoured by pg. Errors of idle connections
+ * (a restarted server, a terminated backend) are logged without the connection string, and the pool replaces
+ * the connection.
  */
 export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: db.url.reveal(),
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'post-reports-etl',
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+    // pg sends a setting only when it is truthy: 0 leaves the server's own value, which is "no limit" by default.
     ...(db.statementTimeoutMs > 0 ? { statement_timeout: db.statementTimeoutMs } : {}),
+    ...(db.lockTimeoutMs ? { lock_timeout: db.lockTimeoutMs } : {}),
+    ...(db.idleInTransactionTimeoutMs
+      ? { idle_in_transaction_session_timeout: db.idleInTransactionTimeoutMs }
+      : {}),
+    ...(db.connectTimeoutMs ? { connectionTimeoutMillis: db.connectTimeoutMs } : {}),
   });
   pool.on('error', (error: Error) => {
     logger.warn({ code: sqlState(error), reason: oneLine(error.message) }, 'idle database connection failed');
@@ -29,47 +46,192 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
   return pool;
 }
 
+type TransactionBody<T> = (client: pg.PoolClient) => Promise<T>;
+
 /**
  * Runs `fn` inside BEGIN/COMMIT on one pooled connection. On any error the transaction is rolled back; a
  * connection that cannot even roll back (killed, protocol broken by an aborted COPY) is destroyed, not reused.
+ * When `signal` aborts, the statement running on the connection is cancelled (a lock wait included), the
+ * transaction is rolled back even if `fn` completes, and the error is an abort (see isAbortError). The signal
+ * comes before `fn` so that the callback stays the last argument.
  */
-export async function withTransaction<T>(
+export function withTransaction<T>(pool: pg.Pool, fn: TransactionBody<T>): Promise<T>;
+export function withTransaction<T>(
   pool: pg.Pool,
-  fn: (client: pg.PoolClient) => Promise<T>,
+  signal: AbortSignal | undefined,
+  fn: TransactionBody<T>,
+): Promise<T>;
+export function withTransaction<T>(
+  pool: pg.Pool,
+  signalOrFn: AbortSignal | undefined | TransactionBody<T>,
+  body?: TransactionBody<T>,
 ): Promise<T> {
+  if (typeof signalOrFn === 'function') return transaction(pool, signalOrFn, undefined);
+  if (body === undefined) throw new TypeError('withTransaction needs a function to run');
+  return transaction(pool, body, signalOrFn);
+}
+
+async function transaction<T>(
+  pool: pg.Pool,
+  fn: TransactionBody<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  if (signal?.aborted) throw abortError(signal, signal.reason);
   const client = await pool.connect();
   // A connection killed while checked out emits 'error' on the client; without a listener that would crash.
-  const onError = (): void => {};
+  // The error it carries (idle_in_transaction_session_timeout, a terminated backend) says more than the
+  // "not queryable" error of the statement that follows.
+  let connectionError: Error | undefined;
+  const onError = (error: Error): void => {
+    connectionError ??= error;
+  };
   client.on('error', onError);
-  let broken: Error | undefined;
+  const canceller = signal ? new StatementCanceller(pool, client, signal) : undefined;
+  let broken: Error | boolean | undefined;
   try {
     await client.query('BEGIN');
-    const result = await fn(client);
+    let result: T;
+    try {
+      result = await fn(client);
+    } finally {
+      // No cancel may be in flight once the connection runs ROLLBACK or COMMIT, or goes back to the pool.
+      if (await canceller?.stop()) broken = true;
+    }
+    if (signal?.aborted) throw abortError(signal, signal.reason);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    try {
-      await client.query('ROLLBACK');
-    } catch (rollbackError) {
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    if (await canceller?.stop()) broken = true;
+    if (!broken) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      }
     }
-    throw error;
+    if (signal?.aborted) throw isAbortError(error) ? error : abortError(signal, error);
+    throw connectionError !== undefined && sqlState(error) === undefined ? connectionError : error;
   } finally {
     client.off('error', onError);
     client.release(broken);
   }
 }
 
+const CANCEL = 'SELECT pg_cancel_backend($1)';
+const TERMINATE = 'SELECT pg_terminate_backend($1)';
+/** A cancel that lands between two statements is lost; it is repeated until the transaction's work ends. */
+const CANCEL_REPEAT_MS = 200;
+/** A statement that ignores cancels this long (a backend stuck outside an interruptible wait) is terminated. */
+const TERMINATE_AFTER_MS = 3000;
+
 /**
- * Wraps a database failure in a StoreError('DB_ERROR') whose one-line message names the operation and keeps
- * the SQLSTATE; an abort becomes StoreError('ABORTED'); connector errors pass through unchanged.
+ * Cancels what a checked-out connection runs once a signal aborts. It connects on its own rather than through the
+ * pool: the pool may be full of connections that wait, on the very locks that make the cancel necessary.
+ */
+class StatementCanceller {
+  readonly #pool: pg.Pool;
+  readonly #client: pg.PoolClient;
+  readonly #signal: AbortSignal;
+  readonly #stopped: Promise<void>;
+  #stop: () => void = () => {};
+  #done = false;
+  #running: Promise<boolean> | undefined;
+
+  constructor(pool: pg.Pool, client: pg.PoolClient, signal: AbortSignal) {
+    this.#pool = pool;
+    this.#client = client;
+    this.#signal = signal;
+    this.#stopped = new Promise((resolve) => {
+      this.#stop = resolve;
+    });
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+    if (signal.aborted) this.#onAbort();
+  }
+
+  /** Ends the cancelling; resolves once no cancel is in flight, to true if the backend was terminated. */
+  async stop(): Promise<boolean> {
+    this.#done = true;
+    this.#stop();
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    return (await this.#running) ?? false;
+  }
+
+  readonly #onAbort = (): void => {
+    if (!this.#done && this.#running === undefined) this.#running = this.#cancelUntilStopped();
+  };
+
+  async #cancelUntilStopped(): Promise<boolean> {
+    const pid = backendPid(this.#client);
+    if (pid === undefined) return false;
+    const admin = new pg.Client({
+      ...this.#pool.options,
+      application_name: `${this.#pool.options.application_name ?? 'post-reports-etl'} (cancel)`,
+    });
+    admin.on('error', () => {});
+    try {
+      await admin.connect();
+      const started = Date.now();
+      while (!this.#done) {
+        if (Date.now() - started >= TERMINATE_AFTER_MS) {
+          await admin.query(TERMINATE, [pid]);
+          return true;
+        }
+        await admin.query(CANCEL, [pid]);
+        await Promise.race([this.#stopped, sleep(CANCEL_REPEAT_MS, undefined, { ref: false })]);
+      }
+      return false;
+    } catch {
+      // The server cannot be reached to cancel: statement_timeout and lock_timeout still end the wait.
+      return false;
+    } finally {
+      admin.end().catch(() => {});
+    }
+  }
+}
+
+// pg sets processID from the server's BackendKeyData; @types/pg does not declare it.
+function backendPid(client: pg.PoolClient): number | undefined {
+  const pid: unknown = (client as { processID?: unknown }).processID;
+  return typeof pid === 'number' && pid > 0 ? pid : undefined;
+}
+
+function abortError(signal: AbortSignal, cause: unknown): Error {
+  const reason: unknown = signal.reason;
+  const error = new Error(reason instanceof Error ? reason.message : 'aborted', { cause });
+  error.name = 'AbortError';
+  return error;
+}
+
+/**
+ * Wraps a database failure in a StoreError('DB_ERROR') whose one-line message names the operation, keeps the
+ * SQLSTATE and, for a deadline that fired, names the setting; an abort becomes StoreError('ABORTED'); connector
+ * errors pass through unchanged.
  */
 export function asStoreError(operation: string, error: unknown): EtlError {
   if (error instanceof EtlError) return error;
   if (isAbortError(error)) return new StoreError('ABORTED', `${operation} aborted`, { cause: error });
   const state = sqlState(error);
   const reason = error instanceof Error ? error.message : String(error);
-  return new StoreError('DB_ERROR', oneLine(`${operation} failed${state ? ` (${state})` : ''}: ${reason}`), {
-    cause: error,
-  });
+  return new StoreError(
+    'DB_ERROR',
+    oneLine(`${operation} failed${state ? ` (${state})` : ''}: ${reason}${deadlineHint(state, reason)}`),
+    { cause: error },
+  );
+}
+
+/** Which of the connector's database deadlines an error comes from, as a suffix for its message. */
+function deadlineHint(state: string | undefined, reason: string): string {
+  if (state === LOCK_NOT_AVAILABLE && /lock timeout/i.test(reason)) {
+    return ` (waited for a lock held by another session longer than ${SETTINGS.lockTimeoutMs.env})`;
+  }
+  if (state === QUERY_CANCELED && /statement timeout/i.test(reason)) {
+    return ` (the statement ran longer than ${SETTINGS.statementTimeoutMs.env})`;
+  }
+  if (state === IDLE_IN_TRANSACTION_TIMEOUT) {
+    return ` (a transaction stayed idle longer than ${SETTINGS.idleInTransactionTimeoutMs.env})`;
+  }
+  if (state === undefined && /timeout exceeded when trying to connect|connection timeout/i.test(reason)) {
+    return ` (no connection within ${SETTINGS.connectTimeoutMs.env})`;
+  }
+  return '';
 }

@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isIsoDate, parseConfig } from '../../src/config.js';
+import { isIsoDate, parseConfig, SETTINGS, type SettingSpec } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 const base = {
@@ -76,6 +77,52 @@ describe('parseConfig', () => {
   it('validates only the sections a command needs', () => {
     expect(() => parseConfig({}, {}, {})).not.toThrow();
     expect(() => parseConfig({}, {}, { db: true })).toThrow(/DATABASE_URL/);
+  });
+});
+
+describe('database deadlines', () => {
+  it('bound connections, locks and idle transactions by default', () => {
+    const { db } = parseConfig(base);
+    expect(db).toMatchObject({
+      statementTimeoutMs: 600_000,
+      lockTimeoutMs: 120_000,
+      idleInTransactionTimeoutMs: 60_000,
+      connectTimeoutMs: 30_000,
+    });
+  });
+
+  it('take 0 for no limit, and name a bad value', () => {
+    const { db } = parseConfig({
+      ...base,
+      POST_REPORTS_LOCK_TIMEOUT_MS: '0',
+      POST_REPORTS_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0',
+      POST_REPORTS_CONNECT_TIMEOUT_MS: '0',
+    });
+    expect(db).toMatchObject({ lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0, connectTimeoutMs: 0 });
+    expect(() => parseConfig({ ...base, POST_REPORTS_LOCK_TIMEOUT_MS: '2m' })).toThrow(
+      /POST_REPORTS_LOCK_TIMEOUT_MS must be an integer from 0 to 86400000, got "2m"/,
+    );
+    expect(() => parseConfig({ ...base, POST_REPORTS_CONNECT_TIMEOUT_MS: '-1' })).toThrow(
+      /POST_REPORTS_CONNECT_TIMEOUT_MS/,
+    );
+  });
+});
+
+describe("the README's configuration table", () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Commands'));
+
+  it('lists every setting with its default', () => {
+    const specs: SettingSpec[] = Object.values(SETTINGS);
+    for (const spec of specs) {
+      // Related variables share a row: `POST_REPORTS_BRANDS`, `_MARKETS`, …
+      const short = spec.env.replace(/^POST_REPORTS/, '');
+      const row = table
+        .split('\n')
+        .find((line) => line.includes(`\`${spec.env}\``) || line.includes(`\`${short}\``));
+      expect(row, spec.env).toBeDefined();
+      if (spec.default !== undefined) expect(row, spec.env).toContain(`\`${spec.default}\``);
+    }
   });
 });
 
