@@ -9,9 +9,16 @@ export const CORRUPTION_KINDS = [
   'html-200',
   'record-without-id',
   'non-integer-id',
+  'duplicate-id',
+  'wrong-type',
+  'nul-characters',
+  'huge-string',
 ] as const;
 
-/** How a corrupted page of GET /reports/posts/{id} (status DONE) is malformed. */
+/**
+ * How a corrupted page of GET /reports/posts/{id} (status DONE) is malformed: the page itself (the first six),
+ * or records of an otherwise well-formed page (the rest; page-body.ts corruptPageBody says how for each).
+ */
 export type CorruptionKind = (typeof CORRUPTION_KINDS)[number];
 
 /** Fault knobs; all off by default. Shares are probabilities drawn from the seeded generator. */
@@ -36,6 +43,11 @@ export interface Faults {
   reportTtlMs: number | null;
   /** Malformed report pages (status DONE). */
   corruptPages: { kind: CorruptionKind; share: number } | null;
+  /**
+   * GET /reports/posts/{id} answers this status word (and no data) for every report that exists, whatever
+   * its real state: a status the v4 spec does not define, such as "ARCHIVED" (null: the real status).
+   */
+  reportStatusOverride: string | null;
 }
 
 export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
@@ -49,6 +61,7 @@ export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
   pageTokenTtlMs: null,
   reportTtlMs: null,
   corruptPages: null,
+  reportStatusOverride: null,
 });
 
 function share(name: string, value: number): void {
@@ -81,6 +94,12 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
       throw new RangeError(`unknown corruption kind ${JSON.stringify(merged.corruptPages.kind)}`);
     }
     share('corruptPages.share', merged.corruptPages.share);
+  }
+  const status = merged.reportStatusOverride;
+  if (status !== null && !(typeof status === 'string' && /^[\x21-\x7e]+$/.test(status))) {
+    throw new RangeError(
+      `fault reportStatusOverride must be a status word (printable ASCII) or null, got ${JSON.stringify(status)}`,
+    );
   }
   merged.failReportStartDates = [...merged.failReportStartDates];
   return merged;

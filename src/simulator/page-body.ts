@@ -36,6 +36,66 @@ function withFractionalId(record: string): string {
   return `${record.slice(0, colon + 1)}12345.5${comma < 0 ? '}' : record.slice(comma)}`;
 }
 
+/** The values the record-level corruptions put into a record, for tests to look for. */
+export const CORRUPT_VALUES = Object.freeze({
+  /** `status` of the repeated record of 'duplicate-id' (real posts are In-Flight or Pre-Flight). */
+  duplicateStatus: 'Duplicate',
+  /** `platform_asset_id` of 'wrong-type': a string where every other record has an integer. */
+  wrongTypeAssetId: 'n/a',
+  /** `status` of 'nul-characters'. */
+  nulStatus: 'In\u0000Flight\u0000',
+});
+
+/** Characters of the 'huge-string' value at least: 10 MiB. */
+export const HUGE_STRING_MIN_LENGTH = 10 * 1024 * 1024;
+
+// Quotes, a backslash, control characters, and 2-, 3- and 4-byte UTF-8: every escape path of JSON and COPY.
+const HUGE_STRING_PATTERN = '10 MiB "quoted" back\\slash\ttab\nline é 中 🌟|';
+let hugeString: string | undefined;
+
+/**
+ * The 'huge-string' value of `creative_link`: the pattern repeated whole (never cut inside a surrogate pair)
+ * to at least HUGE_STRING_MIN_LENGTH characters. Built once; the same string on every call.
+ */
+export function hugeStringValue(): string {
+  hugeString ??= HUGE_STRING_PATTERN.repeat(Math.ceil(HUGE_STRING_MIN_LENGTH / HUGE_STRING_PATTERN.length));
+  return hugeString;
+}
+let hugeStringJson: string | undefined;
+
+function hugeStringJsonText(): string {
+  hugeStringJson ??= JSON.stringify(hugeStringValue());
+  return hugeStringJson;
+}
+
+/**
+ * Replaces the value of a top-level scalar field of a generator record's JSON text, or appends the field when
+ * the record lacks it. Generator records write scalar fields before nested ones, so the first `,"key":` is the
+ * top-level one; a string value ends at its first unescaped quote, any other at the next `,` or `}`.
+ */
+function withField(record: string, key: string, valueJson: string): string {
+  const marker = `,${JSON.stringify(key)}:`;
+  const at = record.indexOf(marker);
+  if (at < 0) return `${record.slice(0, record.lastIndexOf('}'))}${marker}${valueJson}}`;
+  const start = at + marker.length;
+  let end: number;
+  if (record[start] === '"') {
+    end = start + 1;
+    while (record[end] !== '"') end += record[end] === '\\' ? 2 : 1;
+    end += 1;
+  } else {
+    end = start;
+    while (end < record.length && record[end] !== ',' && record[end] !== '}') end += 1;
+  }
+  return `${record.slice(0, start)}${valueJson}${record.slice(end)}`;
+}
+
+/** The page with its first record changed by `change`; an empty page gets one record `{id: 1}` changed. */
+function withFirstRecord(page: Page, idKeyJson: string, change: (record: string) => string): Body {
+  const [first = `{${idKeyJson}:1}`, ...rest] = page.records;
+  return pageBody({ ...page, records: [change(first), ...rest] });
+}
+
 /** A page malformed in the given way; the response status stays 200. `idKeyJson`: the id field name as JSON. */
 export function corruptPageBody(kind: CorruptionKind, page: Page, idKeyJson: string): Body {
   const records = page.records;
@@ -82,5 +142,26 @@ export function corruptPageBody(kind: CorruptionKind, page: Page, idKeyJson: str
             ? [`{${idKeyJson}:12345.5}`]
             : [withFractionalId(records[0] ?? '{}'), ...records.slice(1)],
       });
+    case 'duplicate-id': {
+      // The repeat differs from the original, so that which occurrence was kept shows in the loaded row.
+      const first = records[0] ?? `{${idKeyJson}:1}`;
+      const repeat = withField(first, 'status', JSON.stringify(CORRUPT_VALUES.duplicateStatus));
+      return pageBody({
+        ...page,
+        records: records.length >= 2 ? [...records.slice(0, -1), repeat] : [first, repeat],
+      });
+    }
+    case 'wrong-type':
+      return withFirstRecord(page, idKeyJson, (record) =>
+        withField(record, 'platform_asset_id', JSON.stringify(CORRUPT_VALUES.wrongTypeAssetId)),
+      );
+    case 'nul-characters':
+      return withFirstRecord(page, idKeyJson, (record) =>
+        withField(record, 'status', JSON.stringify(CORRUPT_VALUES.nulStatus)),
+      );
+    case 'huge-string':
+      return withFirstRecord(page, idKeyJson, (record) =>
+        withField(record, 'creative_link', hugeStringJsonText()),
+      );
   }
 }

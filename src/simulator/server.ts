@@ -447,6 +447,11 @@ class Simulator {
       return;
     }
     const report = lookup.found;
+    if (faults.reportStatusOverride !== null) {
+      this.#log.fault('report-status-override');
+      sendJson(response, 200, JSON.stringify({ id: report.id, status: faults.reportStatusOverride }));
+      return;
+    }
     const status = ReportStore.status(report, now);
     if (status !== 'DONE') {
       sendJson(response, 200, JSON.stringify({ id: report.id, status }));

@@ -1,5 +1,6 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_FAULTS } from '../../../src/simulator/faults.js';
+import { CORRUPTION_KINDS, DEFAULT_FAULTS, mergeFaults } from '../../../src/simulator/faults.js';
+import { CORRUPT_VALUES, HUGE_STRING_MIN_LENGTH, hugeStringValue } from '../../../src/simulator/page-body.js';
 import type { CorruptionKind } from '../../../src/simulator/server.js';
 import { type ReportParams, startSimulator } from '../../../src/simulator/server.js';
 import {
@@ -138,6 +139,35 @@ describe('report faults', () => {
     expect(simulator.stats().faults['page-token-expired']).toBe(1);
   });
 
+  it('answers an unknown status word for every report while overridden, then the real status', async () => {
+    const before = simulator.stats().faults['report-status-override'] ?? 0;
+    const report = await createReport(simulator, twoDays);
+    const token = String(
+      nextPageOf(parseExact((await getText(simulator, reportUrl(simulator, report.id))).text)),
+    );
+    simulator.setFaults({ reportStatusOverride: 'ARCHIVED' });
+    for (const url of [reportUrl(simulator, report.id), reportUrl(simulator, report.id, token)]) {
+      const answer = await getText(simulator, url);
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text)).toEqual({ id: report.id, status: 'ARCHIVED' });
+    }
+    // A report that does not exist is still a 404: the override changes statuses, not existence.
+    expect((await getText(simulator, reportUrl(simulator, 'no-such-report'))).status).toBe(404);
+    expect(simulator.stats().faults['report-status-override']).toBe(before + 2);
+    simulator.setFaults({ reportStatusOverride: null });
+    const done = parseExact((await getText(simulator, reportUrl(simulator, report.id))).text);
+    expect(done).toMatchObject({ status: 'DONE' });
+  });
+
+  it('refuses a status override that is not a word', () => {
+    for (const bad of ['', 'NOT DONE', 'DONE\n']) {
+      expect(() => mergeFaults(DEFAULT_FAULTS, { reportStatusOverride: bad })).toThrow(RangeError);
+    }
+    expect(mergeFaults(DEFAULT_FAULTS, { reportStatusOverride: 'ARCHIVED' }).reportStatusOverride).toBe(
+      'ARCHIVED',
+    );
+  });
+
   it('answers 404 for an expired report, and creates a new one for the same call', async () => {
     simulator.setFaults({ reportTtlMs: 30 * 60_000 });
     const params: ReportParams = { start_date: '2026-08-01', end_date: '2026-08-01' };
@@ -174,7 +204,38 @@ describe('corrupt pages', () => {
         (data(text) as Record<string, unknown>[]).some((record) => !('platform_post_id' in record)),
       ).toBe(true),
     'non-integer-id': (text) => expect(text).toMatch(/"platform_post_id":-?\d+\.\d+/),
+    'duplicate-id': (text) => {
+      const ids = idsOf(text);
+      expect(ids.at(-1)).toBe(ids[0]);
+      expect(new Set(ids).size).toBe(ids.length - 1);
+      const records = data(text) as Record<string, unknown>[];
+      expect(records.at(-1)?.status).toBe(CORRUPT_VALUES.duplicateStatus);
+      expect(records[0]?.status).not.toBe(CORRUPT_VALUES.duplicateStatus);
+    },
+    'wrong-type': (text) => {
+      const records = data(text) as Record<string, unknown>[];
+      expect(records[0]?.platform_asset_id).toBe(CORRUPT_VALUES.wrongTypeAssetId);
+      expect(records.slice(1).every((r) => typeof r.platform_asset_id !== 'string')).toBe(true);
+    },
+    'nul-characters': (text) => {
+      const records = data(text) as Record<string, unknown>[];
+      expect(records[0]?.status).toBe(CORRUPT_VALUES.nulStatus);
+      expect(String(records[0]?.status)).toContain('\u0000');
+    },
+    'huge-string': (text) => {
+      // JSON.parse (ids rounded, not looked at): the lossless parser takes seconds over 10 MiB.
+      const link = (JSON.parse(text) as { data: Record<string, unknown>[] }).data[0]?.creative_link;
+      expect(typeof link).toBe('string');
+      expect((link as string).length).toBeGreaterThanOrEqual(HUGE_STRING_MIN_LENGTH);
+      expect(link === hugeStringValue()).toBe(true);
+    },
   };
+  // Record-level corruptions change one record and leave the page well-formed, every post still on it.
+  const recordLevel = new Set<CorruptionKind>(['wrong-type', 'nul-characters', 'huge-string']);
+
+  it('has a check for every corruption kind', () => {
+    expect(Object.keys(checks).sort()).toEqual([...CORRUPTION_KINDS].sort());
+  });
 
   it.each(Object.keys(checks) as CorruptionKind[])(
     'serves %s pages with status 200, then recovers',
@@ -183,10 +244,19 @@ describe('corrupt pages', () => {
       const good = await getText(simulator, reportUrl(simulator, report.id));
       const token = String(nextPageOf(parseExact(good.text)));
       simulator.setFaults({ corruptPages: { kind, share: 1 } });
-      for (const url of [reportUrl(simulator, report.id), reportUrl(simulator, report.id, token)]) {
+      const sizes = [1000, 200];
+      for (const [i, url] of [
+        reportUrl(simulator, report.id),
+        reportUrl(simulator, report.id, token),
+      ].entries()) {
         const response = await fetch(url, { headers: headers(simulator) });
         expect(response.status).toBe(200);
-        checks[kind](await response.text(), response.headers.get('content-type'));
+        const text = await response.text();
+        checks[kind](text, response.headers.get('content-type'));
+        if (recordLevel.has(kind)) {
+          expect(idsOf(text)).toHaveLength(sizes[i] ?? 0);
+          expect(typeof nextPageOf(JSON.parse(text))).toBe(i === 0 ? 'string' : 'object');
+        }
       }
       simulator.setFaults({ corruptPages: null });
       const last = await getText(simulator, reportUrl(simulator, report.id, token));
