@@ -71,7 +71,13 @@ export async function waitForReport(
   let polls = 0;
   for (;;) {
     polls += 1;
-    const { body, bytes } = await fetchReport(client, reportId, 'the status poll', signal ? { signal } : {});
+    // The status poll is the request for page 1: once the report is DONE, its answer is that page.
+    const { body, bytes } = await fetchReport(
+      client,
+      reportId,
+      'page 1 (the status poll)',
+      signal ? { signal } : {},
+    );
     const status = isRecord(body) ? body.status : undefined;
     if (typeof status !== 'string') {
       throw new DataError(

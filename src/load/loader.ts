@@ -1,10 +1,11 @@
 /*
- * Window-atomic loads. Each window is staged page by page into two UNLOGGED tables of its own
- * (stage_<start>_<end>_posts / _segments) by COPY, with its resume progress in the UNLOGGED stage_progress
- * table, written in the same transaction as the page: a server crash truncates stage and progress together, so
- * they never disagree. commitWindows then replaces, in one transaction, everything loaded before for the dates
- * of the windows with the staged rows (DELETE + set-based INSERT … SELECT): readers see the old window or the
- * new one, never a mix, and a killed connection leaves the old contents.
+ * Window-atomic loads. Each window is staged page by page into two tables of its own
+ * (stage_<start>_<end>_posts / _segments) by COPY, with its resume progress in the stage_progress table,
+ * written in the same transaction as the page, so that stage and progress always agree. A stage has the layout
+ * of a window partition of posts / post_custom_segments: commitWindows builds its primary key, then in one
+ * transaction drops the partitions of the windows loaded before for those dates and attaches the stages in
+ * their place. Every row is written once; readers see the old window or the new one, never a mix; a killed
+ * connection leaves the old contents.
  *
  * Value rules (see field-types.ts, schema-evolution.ts, copy-encoding.ts): new fields get typed nullable
  * columns, bigint widens to numeric, a value a column cannot take fails the window with
@@ -13,6 +14,7 @@
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { isIsoDate } from '../config.js';
@@ -21,8 +23,8 @@ import type { MappedPost } from '../extract/post-record.js';
 import type { Logger } from '../logger.js';
 import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './copy-encoding.js';
 import { asStoreError, withTransaction } from './database.js';
-import { columnTypeOf } from './field-types.js';
 import type { Target } from './migrate.js';
+import { LOCK_NOT_AVAILABLE, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as q from './queries.js';
 import { evolvePosts, planPage, type Registry, readRegistry } from './schema-evolution.js';
 
@@ -109,7 +111,7 @@ export class Loader {
     const names = stageNames(window);
     try {
       signal?.throwIfAborted();
-      return await withTransaction(this.#pool, async (client) => {
+      return await withTransaction(this.#pool, signal, async (client) => {
         await client.query(q.lockKey, [q.windowLockKey(schema, window.start, window.end)]);
         await client.query(q.openReportWindow(schema), [
           window.start,
@@ -136,8 +138,9 @@ export class Loader {
         }
         await client.query(q.dropTable(schema, names.posts));
         await client.query(q.dropTable(schema, names.segments));
-        await client.query(q.createStagePosts(schema, names.posts));
-        await client.query(q.createStageSegments(schema, names.segments));
+        const of = { postId: this.#target.postIdField, start: window.start, end: window.end, reportId };
+        await client.query(q.createStagePosts(schema, names.posts, of));
+        await client.query(q.createStageSegments(schema, names.segments, of));
         await client.query(q.resetProgress(schema), [
           window.start,
           window.end,
@@ -174,10 +177,11 @@ export class Loader {
     if (page.posts.length >= MAX_PAGE_ROWS) {
       throw new StoreError(
         'DB_ERROR',
-        `page ${page.index} of window ${label(window)} has ${page.posts.length} posts, more than a page can hold`,
+        `page ${page.index + 1} of window ${label(window)} has ${page.posts.length} posts, more than a page can hold`,
       );
     }
-    const place = { window: label(window), page: page.index };
+    // Messages count pages from 1, as the API's reader and the run's log do.
+    const place = { window: label(window), page: page.index + 1 };
     try {
       signal?.throwIfAborted();
       let registry = await readRegistry(this.#pool, this.#target);
@@ -186,7 +190,7 @@ export class Loader {
         if (round >= 5)
           throw new StoreError(
             'DB_ERROR',
-            `columns for window ${label(window)} page ${page.index} keep changing`,
+            `columns for window ${label(window)} page ${page.index + 1} keep changing`,
           );
         signal?.throwIfAborted();
         registry = await evolvePosts(this.#pool, this.#target, this.#logger, plan.changes);
@@ -207,7 +211,7 @@ export class Loader {
         nulReplaced: stats.nulReplaced,
       };
     } catch (error) {
-      throw asStoreError(`staging window ${label(window)} page ${page.index}`, error);
+      throw asStoreError(`staging window ${label(window)} page ${page.index + 1}`, error);
     }
   }
 
@@ -215,10 +219,10 @@ export class Loader {
   async writePage(prepared: PreparedPage, signal?: AbortSignal): Promise<void> {
     const { window, index } = prepared;
     const { schema } = this.#target;
-    const place = { window: label(window), page: index };
+    const place = { window: label(window), page: index + 1 };
     try {
       signal?.throwIfAborted();
-      const staged = await withTransaction(this.#pool, async (client) => {
+      const staged = await withTransaction(this.#pool, signal, async (client) => {
         await client.query(q.stageAsynchronousCommit);
         const found = await client.query<ProgressRow>(q.readProgress(schema, true), [
           window.start,
@@ -231,13 +235,13 @@ export class Loader {
         if (index > row.pages_staged) {
           throw new StoreError(
             'DB_ERROR',
-            `window ${label(window)}: page ${index} arrived but ${row.pages_staged} is next`,
+            `window ${label(window)}: page ${index + 1} arrived but ${row.pages_staged + 1} is next`,
           );
         }
         if (row.pages_staged > 0 && row.next_page === null) {
           throw new StoreError(
             'DB_ERROR',
-            `window ${label(window)}: page ${index} arrived after the last page`,
+            `window ${label(window)}: page ${index + 1} arrived after the last page`,
           );
         }
         await this.#fitStageColumns(client, row.stage_posts, prepared.columns, prepared.stageTypes);
@@ -246,12 +250,18 @@ export class Loader {
           q.copyStagePosts(
             schema,
             row.stage_posts,
+            this.#target.postIdField,
             prepared.columns.map((c) => c.column),
           ),
           prepared.posts,
           signal,
         );
-        await copyIn(client, q.copyStageSegments(schema, row.stage_segments), prepared.segments, signal);
+        await copyIn(
+          client,
+          q.copyStageSegments(schema, row.stage_segments, this.#target.postIdField),
+          prepared.segments,
+          signal,
+        );
         await client.query(q.advanceProgress(schema), [
           window.start,
           window.end,
@@ -271,17 +281,18 @@ export class Loader {
       }
       this.#logger.debug({ ...place, posts: prepared.rows }, 'page staged');
     } catch (error) {
-      throw asStoreError(`staging window ${label(window)} page ${index}`, error);
+      throw asStoreError(`staging window ${label(window)} page ${index + 1}`, error);
     }
   }
 
   /**
    * Atomically replaces, in one transaction, everything loaded before for the dates these windows cover with
-   * what is staged for them; marks their report_windows rows 'loaded' with row_count and finished_at, deletes
-   * the report_windows rows of the old windows they replaced, drops the stages. Each window must be completely
-   * staged (its last staged page had no next page; an empty report is one empty page). Throws StoreError
-   * ('SCHEMA_MISMATCH') if an old loaded window overlapping them is not entirely covered by the union of
-   * `windows`, or if the windows overlap each other: a date is never counted twice, and never lost.
+   * what is staged for them: drops the partitions of the old windows and attaches each stage as its window's
+   * partition; marks their report_windows rows 'loaded' with row_count and finished_at and deletes the
+   * report_windows rows of the old windows they replaced. Each window must be completely staged (its last staged
+   * page had no next page; an empty report is one empty page). Throws StoreError('SCHEMA_MISMATCH') if an old
+   * loaded window overlapping them is not entirely covered by the union of `windows`, or if the windows overlap
+   * each other: a date is never counted twice, and never lost.
    */
   async commitWindows(windows: readonly WindowKey[], signal?: AbortSignal): Promise<{ rows: number }> {
     if (windows.length === 0) return { rows: 0 };
@@ -299,16 +310,7 @@ export class Loader {
     const what = `committing ${sorted.map(label).join(', ')}`;
     try {
       signal?.throwIfAborted();
-      // Fresh statistics for the swap's sort and join; outside the swap so that it stays short.
-      for (const window of sorted) {
-        const names = stageNames(window);
-        await this.#pool.query(q.analyzeStage(schema, names.posts));
-        await this.#pool.query(q.analyzeStage(schema, names.segments));
-      }
-      signal?.throwIfAborted();
-      const rows = await withTransaction(this.#pool, async (client) => {
-        await client.query(q.lockKey, [q.swapLockKey(schema)]);
-        await client.query(q.swapWorkMem);
+      const rows = await withTransaction(this.#pool, signal, async (client) => {
         const progress: ProgressRow[] = [];
         for (const window of sorted) {
           const found = await client.query<ProgressRow>(q.readProgress(schema, true), [
@@ -324,12 +326,21 @@ export class Loader {
           }
           progress.push(row);
         }
+        // The keys are built before the swap's locks: each stage is this transaction's alone.
+        const counts: number[] = [];
+        for (const row of progress) {
+          signal?.throwIfAborted();
+          counts.push(await this.#sealStage(client, row));
+        }
+        await client.query(q.lockKey, [q.swapLockKey(schema)]);
+        // No column may be added to posts between the check of the stages' columns and their attachment.
+        await client.query(q.lockKey, [q.ddlLockKey(schema)]);
         const starts = sorted.map((w) => w.start);
         const ends = sorted.map((w) => w.end);
         const replaced = await client.query<{ start: string; end: string; covered: boolean }>(
           q.replacedWindows(schema),
           // Sorted and disjoint: the last window ends last.
-          [starts, ends, starts[0], ends[ends.length - 1]],
+          [starts, ends, starts[0], ends[ends.length - 1], q.qualified(schema, 'posts')],
         );
         const uncovered = replaced.rows.filter((r) => !r.covered);
         if (uncovered.length > 0) {
@@ -338,49 +349,27 @@ export class Loader {
             `loaded window ${uncovered.map((r) => `${r.start}..${r.end}`).join(', ')} is only partly covered by ${sorted.map(label).join(', ')}: commit windows that cover it entirely`,
           );
         }
-        const oldStarts = replaced.rows.map((r) => r.start);
-        const oldEnds = replaced.rows.map((r) => r.end);
-        if (replaced.rows.length > 0) {
-          await client.query(q.deleteSegments(schema), [oldStarts]);
-          await client.query(q.deletePosts(schema), [oldStarts, oldEnds]);
+        if (replaced.rows.length > 0) await this.#lockForReplace(client, signal);
+        for (const old of replaced.rows) {
+          await client.query(q.dropTable(schema, q.partitionName(SEGMENTS, old.start, old.end)));
+          await client.query(q.dropTable(schema, q.partitionName(POSTS, old.start, old.end)));
         }
-        const postsColumns = await columnsOf(client, schema, 'posts');
+        const postsColumns = await columnsOf(client, schema, POSTS);
         let total = 0;
         for (let i = 0; i < sorted.length; i++) {
           signal?.throwIfAborted();
           const window = sorted[i]!;
           const row = progress[i]!;
-          const stageColumns = await columnsOf(client, schema, row.stage_posts);
-          const swapColumns: q.SwapColumn[] = [];
-          for (const name of stageColumns.keys()) {
-            if (name === '_seq' || name === '_id') continue;
-            const postsType = postsColumns.get(name);
-            if (postsType === undefined) {
-              throw new StoreError(
-                'SCHEMA_MISMATCH',
-                `column ${JSON.stringify(name)} of the stage is missing from posts`,
-              );
-            }
-            swapColumns.push(
-              columnTypeOf(postsType) === 'other' ? { column: name, castTo: postsType } : { column: name },
-            );
-          }
-          const inserted = await client.query(
-            q.insertPosts(schema, this.#target.postIdField, row.stage_posts, swapColumns),
-            [window.start, window.end, row.report_id],
-          );
-          await client.query(
-            q.insertSegments(schema, this.#target.postIdField, row.stage_posts, row.stage_segments),
-            [window.start],
-          );
-          const count = inserted.rowCount ?? 0;
-          total += count;
+          await this.#fitToPosts(client, row.stage_posts, postsColumns);
+          await this.#attach(client, POSTS, row.stage_posts, window);
+          await this.#attach(client, SEGMENTS, row.stage_segments, window);
+          total += counts[i]!;
           await client.query(q.markLoaded(schema), [
             window.start,
             window.end,
             row.report_id,
             row.pages_staged,
-            count,
+            counts[i]!,
           ]);
         }
         const isNew = new Set(sorted.map((w) => `${w.start}/${w.end}`));
@@ -390,10 +379,6 @@ export class Loader {
             gone.map((r) => r.start),
             gone.map((r) => r.end),
           ]);
-        }
-        for (const row of progress) {
-          await client.query(q.dropTable(schema, row.stage_posts));
-          await client.query(q.dropTable(schema, row.stage_segments));
         }
         for (const window of sorted) await client.query(q.deleteProgress(schema), [window.start, window.end]);
         return total;
@@ -419,6 +404,93 @@ export class Loader {
       });
     } catch (error) {
       throw asStoreError(`discarding window ${label(window)}`, error);
+    }
+  }
+
+  /**
+   * Gives a completely staged window its primary keys and drops `_seq`; returns its post count. A post id
+   * repeated within the report fails the key: then the earlier occurrences and their segments are deleted first.
+   */
+  async #sealStage(client: pg.PoolClient, row: ProgressRow): Promise<number> {
+    const { schema, postIdField } = this.#target;
+    let rows = Number(row.rows_staged);
+    await client.query('SAVEPOINT seal');
+    try {
+      await client.query(q.addPrimaryKey(schema, row.stage_posts, [postIdField, '_window_start']));
+    } catch (error) {
+      if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
+      await client.query('ROLLBACK TO SAVEPOINT seal');
+      const deleted = await client.query(q.deleteEarlierOccurrences(schema, row.stage_posts, postIdField));
+      await client.query(q.deleteOrphanSegments(schema, row.stage_segments, row.stage_posts, postIdField));
+      rows -= deleted.rowCount ?? 0;
+      this.#logger.warn(
+        { stage: row.stage_posts, occurrences: deleted.rowCount },
+        'post ids repeated within the report: the last occurrence of each is kept',
+      );
+      await client.query(q.addPrimaryKey(schema, row.stage_posts, [postIdField, '_window_start']));
+    }
+    await client.query('RELEASE SAVEPOINT seal');
+    await client.query(
+      q.addPrimaryKey(schema, row.stage_segments, [postIdField, '_window_start', 'name', 'value']),
+    );
+    await client.query(q.dropColumn(schema, row.stage_posts, '_seq'));
+    await client.query(q.dropColumn(schema, row.stage_segments, '_seq'));
+    return rows;
+  }
+
+  /**
+   * Dropping a loaded window's partitions needs both parents to itself. Waiting for the second while holding
+   * the first could deadlock with a reader that takes them the other way round, so the second is only tried
+   * (NOWAIT); when it is busy the first is let go and the wait starts again.
+   */
+  async #lockForReplace(client: pg.PoolClient, signal?: AbortSignal): Promise<void> {
+    const { schema } = this.#target;
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      await client.query('SAVEPOINT replace_lock');
+      // Bounded by lock_timeout: a reader that never lets go fails the window, it does not hang it.
+      await client.query(q.lockExclusive(schema, POSTS, false));
+      try {
+        await client.query(q.lockExclusive(schema, SEGMENTS, true));
+        await client.query('RELEASE SAVEPOINT replace_lock');
+        return;
+      } catch (error) {
+        if (sqlState(error) !== LOCK_NOT_AVAILABLE || attempt >= REPLACE_LOCK_ATTEMPTS) throw error;
+        await client.query('ROLLBACK TO SAVEPOINT replace_lock');
+        await sleep(Math.min(10 * attempt, 500), undefined, signal ? { signal } : {});
+      }
+    }
+  }
+
+  // A partition has exactly its parent's columns and types: add the ones no page of this window needed, and
+  // retype those posts changed since (bigint widened to numeric, a hand-set type staged as text).
+  async #fitToPosts(client: pg.PoolClient, stage: string, posts: ReadonlyMap<string, string>): Promise<void> {
+    const { schema } = this.#target;
+    const have = await columnsOf(client, schema, stage);
+    for (const name of have.keys()) {
+      if (!posts.has(name)) {
+        throw new StoreError(
+          'SCHEMA_MISMATCH',
+          `column ${JSON.stringify(name)} of the stage is missing from posts`,
+        );
+      }
+    }
+    for (const [name, type] of posts) {
+      const current = have.get(name);
+      if (current === undefined) await client.query(q.addColumn(schema, stage, name, type));
+      else if (current !== type) await client.query(q.alterColumnType(schema, stage, name, type));
+    }
+  }
+
+  async #attach(client: pg.PoolClient, parent: string, stage: string, window: WindowKey): Promise<void> {
+    const { schema } = this.#target;
+    const name = q.partitionName(parent, window.start, window.end);
+    await client.query(q.attachPartition(schema, parent, stage, window.start));
+    await client.query(q.renameTable(schema, stage, name));
+    const index = await client.query<{ name: string }>(q.primaryKeyIndex, [q.qualified(schema, name)]);
+    const current = index.rows[0]?.name;
+    if (current !== undefined && current !== `${name}_pkey`) {
+      await client.query(q.renameIndex(schema, current, `${name}_pkey`));
     }
   }
 
@@ -491,6 +563,11 @@ function checkWindow(window: WindowKey): void {
     );
   }
 }
+
+const POSTS = 'posts';
+// About a minute of tries in all (the backoff reaches 0.5 s).
+const REPLACE_LOCK_ATTEMPTS = 150;
+const SEGMENTS = 'post_custom_segments';
 
 function stageNames(window: WindowKey): { posts: string; segments: string } {
   const base = `stage_${window.start.replaceAll('-', '')}_${window.end.replaceAll('-', '')}`;

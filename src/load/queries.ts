@@ -77,33 +77,55 @@ export function registerField(schema: string): string {
 
 // ---- stage -------------------------------------------------------------------------------------------------
 
-export function createStagePosts(schema: string, table: string): string {
-  return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (_seq bigint NOT NULL, _id bigint NOT NULL)`;
+/** What a stage is created for: its window and report fill the connector's columns by default. */
+export interface StageOf {
+  readonly postId: string;
+  readonly start: string;
+  readonly end: string;
+  readonly reportId: string;
 }
 
-export function createStageSegments(schema: string, table: string): string {
-  return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (_seq bigint NOT NULL, _id bigint NOT NULL, name text NOT NULL, value text NOT NULL)`;
+/**
+ * A window's posts stage: the layout of a posts partition plus `_seq`, the occurrence order within the report,
+ * dropped when the stage is attached. The CHECK lets ATTACH PARTITION skip its validating scan.
+ */
+export function createStagePosts(schema: string, table: string, of: StageOf): string {
+  const start = pg.escapeLiteral(of.start);
+  return `CREATE TABLE ${qualified(schema, table)} (
+            _seq bigint NOT NULL,
+            ${id(of.postId)} bigint NOT NULL,
+            _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start}),
+            _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
+            _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
+            _loaded_at timestamptz NOT NULL DEFAULT now())`;
+}
+
+export function createStageSegments(schema: string, table: string, of: StageOf): string {
+  const start = pg.escapeLiteral(of.start);
+  return `CREATE TABLE ${qualified(schema, table)} (
+            _seq bigint NOT NULL,
+            ${id(of.postId)} bigint NOT NULL,
+            _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start}),
+            name text NOT NULL,
+            value text NOT NULL)`;
 }
 
 export function dropTable(schema: string, table: string): string {
   return `DROP TABLE IF EXISTS ${qualified(schema, table)}`;
 }
 
-/**
- * Statistics of a stage for the swap's joins: its row count and the key columns only. A full ANALYZE samples
- * every metric column too, which costs a third of a second per 200,000 posts and informs no plan here.
- */
-export function analyzeStage(schema: string, table: string): string {
-  return `ANALYZE ${qualified(schema, table)} (_seq, _id)`;
-}
-
-export function copyStagePosts(schema: string, table: string, columns: readonly string[]): string {
-  const list = ['_seq', '_id', ...columns].map((c) => id(c)).join(', ');
+export function copyStagePosts(
+  schema: string,
+  table: string,
+  postId: string,
+  columns: readonly string[],
+): string {
+  const list = ['_seq', postId, ...columns].map((c) => id(c)).join(', ');
   return `COPY ${qualified(schema, table)} (${list}) FROM STDIN`;
 }
 
-export function copyStageSegments(schema: string, table: string): string {
-  return `COPY ${qualified(schema, table)} (_seq, _id, name, value) FROM STDIN`;
+export function copyStageSegments(schema: string, table: string, postId: string): string {
+  return `COPY ${qualified(schema, table)} (_seq, ${id(postId)}, name, value) FROM STDIN`;
 }
 
 /** $1 start, $2 end. */
@@ -173,88 +195,91 @@ export function deleteReportWindows(schema: string): string {
 // ---- swap --------------------------------------------------------------------------------------------------
 
 /**
- * $1 new starts, $2 new ends, $3 min start, $4 max end. Every window loaded before whose dates overlap the new
- * windows (from report_windows and from the posts themselves), and whether the new windows cover it entirely.
+ * $1 new starts, $2 new ends, $3 min start, $4 max end, $5 the qualified posts table. Every window loaded before
+ * whose dates overlap the new windows (from report_windows and from the partitions of posts, named
+ * posts_<start>_<end>), and whether the new windows cover it entirely.
  */
 export function replacedWindows(schema: string): string {
   return `WITH new AS (
             SELECT range_agg(daterange(s, e, '[]')) AS u FROM unnest($1::date[], $2::date[]) AS t(s, e)
+          ), parts AS (
+            SELECT to_date(m[1], 'YYYYMMDD') AS s, to_date(m[2], 'YYYYMMDD') AS e
+              FROM pg_inherits i
+              JOIN pg_class c ON c.oid = i.inhrelid
+             CROSS JOIN LATERAL regexp_match(c.relname, '^posts_([0-9]{8})_([0-9]{8})$') AS m
+             WHERE i.inhparent = to_regclass($5) AND m IS NOT NULL
           ), old AS (
             SELECT w.window_start AS s, w.window_end AS e
               FROM ${qualified(schema, 'report_windows')} w, new
              WHERE w.row_count IS NOT NULL AND daterange(w.window_start, w.window_end, '[]') && new.u
             UNION
-            SELECT DISTINCT p._window_start, p._window_end
-              FROM ${qualified(schema, 'posts')} p, new
-             WHERE p._window_start <= $4 AND p._window_end >= $3
-               AND daterange(p._window_start, p._window_end, '[]') && new.u
+            SELECT p.s, p.e FROM parts p, new
+             WHERE p.s <= $4 AND p.e >= $3 AND daterange(p.s, p.e, '[]') && new.u
           )
           SELECT old.s::text AS start, old.e::text AS "end", daterange(old.s, old.e, '[]') <@ new.u AS covered
             FROM old, new ORDER BY old.s`;
 }
 
-/**
- * $1 starts of the windows to delete. Segments first, so that the cascade finds nothing to do; loaded windows
- * never overlap, so a start date names one window.
- */
-export function deleteSegments(schema: string): string {
-  return `DELETE FROM ${qualified(schema, 'post_custom_segments')} WHERE _window_start = ANY($1::date[])`;
+/** Waits (up to the session's lock_timeout) for readers of the table to finish. */
+export function lockExclusive(schema: string, table: string, noWait: boolean): string {
+  return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE${noWait ? ' NOWAIT' : ''}`;
 }
 
-export function deletePosts(schema: string): string {
-  return `DELETE FROM ${qualified(schema, 'posts')} p
-           USING unnest($1::date[], $2::date[]) AS o(s, e)
-           WHERE p._window_start = o.s AND p._window_end = o.e`;
+/** The partition of `parent` (posts or post_custom_segments) that holds a loaded window. */
+export function partitionName(parent: string, start: string, end: string): string {
+  return `${parent}_${start.replaceAll('-', '')}_${end.replaceAll('-', '')}`;
 }
 
-export interface SwapColumn {
-  readonly column: string;
-  /** Set for a posts column of a hand-set type: the stage holds text, cast on insert. */
-  readonly castTo?: string;
+/** Building the key after the COPY is cheaper than maintaining it row by row. */
+export function addPrimaryKey(schema: string, table: string, columns: readonly string[]): string {
+  return `ALTER TABLE ${qualified(schema, table)} ADD PRIMARY KEY (${columns.map((c) => id(c)).join(', ')})`;
 }
 
 /**
- * $1 start, $2 end, $3 report id. The last occurrence of a post id in the report wins (no later _seq for its
- * id): the API should not repeat a post, and if it does the later page is the fresher one. An anti-join on the
- * narrow keys, hashed, rather than DISTINCT ON, which sorts whole wide rows (measured 15 % faster at 200,000).
+ * Only when the key could not be built: the last occurrence of a post id in the report wins (no later _seq for
+ * its id), since the API should not repeat a post, and if it does the later page is the fresher one.
  */
-export function insertPosts(
+export function deleteEarlierOccurrences(schema: string, stage: string, postId: string): string {
+  return `DELETE FROM ${qualified(schema, stage)} s
+           WHERE EXISTS (SELECT 1 FROM ${qualified(schema, stage)} l
+                          WHERE l.${id(postId)} = s.${id(postId)} AND l._seq > s._seq)`;
+}
+
+/** The segments of occurrences deleted by deleteEarlierOccurrences. */
+export function deleteOrphanSegments(
   schema: string,
-  postId: string,
-  stage: string,
-  columns: readonly SwapColumn[],
-): string {
-  const target = columns.map((c) => `, ${id(c.column)}`).join('');
-  const source = columns
-    .map((c) => (c.castTo ? `, CAST(s.${id(c.column)} AS ${c.castTo})` : `, s.${id(c.column)}`))
-    .join('');
-  return `INSERT INTO ${qualified(schema, 'posts')} (${id(postId)}, _window_start, _window_end, _report_id, _loaded_at${target})
-          SELECT s._id, $1::date, $2::date, $3::text, now()${source}
-            FROM ${qualified(schema, stage)} s
-           WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stage)} l WHERE l._id = s._id AND l._seq > s._seq)`;
-}
-
-/**
- * $1 start. The segments of the winning occurrence of each post (no later occurrence of its id); the encoder
- * already wrote each (name, value) pair of a post once.
- */
-export function insertSegments(
-  schema: string,
-  postId: string,
-  stagePosts: string,
   stageSegments: string,
+  stagePosts: string,
+  postId: string,
 ): string {
-  return `INSERT INTO ${qualified(schema, 'post_custom_segments')} (${id(postId)}, _window_start, name, value)
-          SELECT g._id, $1::date, g.name, g.value
-            FROM ${qualified(schema, stageSegments)} g
-           WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stagePosts)} p WHERE p._id = g._id AND p._seq > g._seq)`;
+  return `DELETE FROM ${qualified(schema, stageSegments)} g
+           WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stagePosts)} p
+                              WHERE p.${id(postId)} = g.${id(postId)} AND p._seq = g._seq)`;
 }
 
-/** The swap sorts and hashes whole windows: give it room in memory rather than on disk. */
-export const swapWorkMem = "SET LOCAL work_mem = '64MB'";
+export function dropColumn(schema: string, table: string, column: string): string {
+  return `ALTER TABLE ${qualified(schema, table)} DROP COLUMN ${id(column)}`;
+}
+
+/** $1 the window's start date. */
+export function attachPartition(schema: string, parent: string, table: string, start: string): string {
+  return `ALTER TABLE ${qualified(schema, parent)} ATTACH PARTITION ${qualified(schema, table)} FOR VALUES IN (${pg.escapeLiteral(start)})`;
+}
+
+export function renameTable(schema: string, table: string, to: string): string {
+  return `ALTER TABLE ${qualified(schema, table)} RENAME TO ${id(to)}`;
+}
+
+export function renameIndex(schema: string, index: string, to: string): string {
+  return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${id(to)}`;
+}
+
+/** $1 the qualified table. The name of its primary key's index. */
+export const primaryKeyIndex = `SELECT c.relname::text AS name FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+  WHERE x.indrelid = to_regclass($1) AND x.indisprimary`;
 
 /**
- * A staged page needs no durability of its own: the stage is UNLOGGED, so a server crash truncates it whatever
- * was flushed, and its progress row with it. Not waiting for the WAL flush saves one fsync per page.
+ * A staged page needs no fsync of its own: with asynchronous commit a server crash can lose the last pages'
+ * transactions, but always whole, so the stage and its progress row still agree, and those pages are read again.
  */
 export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';

@@ -124,7 +124,7 @@ export async function snapshotSchema(pool: pg.Pool, schema: string): Promise<str
   if (exists.length === 0) return '(no schema)';
   const { rows: tables } = await pool.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 1`,
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY 1`,
     [schema],
   );
   const parts: string[] = [];

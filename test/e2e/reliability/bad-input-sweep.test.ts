@@ -270,13 +270,9 @@ describe('bad input from the API (the built CLI)', () => {
     });
   });
 
-  // BUG: a first page whose body is not JSON is reported as "report R, the status poll: …", without a page
-  // number, while every other error about the same page says "page 1". The DONE answer of the status poll IS
-  // page 1 (waitForReport returns it as the first page), but src/extract/report.ts waitForReport calls
-  // fetchReport(client, reportId, 'the status poll', …) and fetchReport (src/extract/pager.ts) prefixes the
-  // client's PAGE_MALFORMED with that `what`. Flip to `it` once fixed.
+  // The status poll's DONE answer is page 1: a body that is not JSON there is named as page 1 too.
   for (const kind of ['truncated-json', 'html-200'] as const) {
-    it.fails(`names page 1 when the first page is ${kind}`, async () => {
+    it(`names page 1 when the first page is ${kind}`, async () => {
       const { line } = await expectFailedReload(
         { corruptPages: { kind, share: 1 } },
         { code: 'PAGE_MALFORMED', attempts: 1, windowAttempts: 1 },
@@ -285,10 +281,8 @@ describe('bad input from the API (the built CLI)', () => {
     });
   }
 
-  // BUG: FIELD_TYPE_MISMATCH numbers pages from 0 ("window … page 0" for the page every other message, and the
-  // pager, call page 1): src/load/loader.ts preparePage builds `place` from the stage's 0-based page.index
-  // (src/pipeline/run.ts stagePages passes index: page.index - 1). Flip to `it` once fixed.
-  it.fails('names the page of a type clash as the pager numbers it (page 1)', async () => {
+  // The stage counts pages from 0; messages must count them from 1, as the pager does.
+  it('names the page of a type clash as the pager numbers it (page 1)', async () => {
     const { line } = await expectFailedReload(
       { corruptPages: { kind: 'wrong-type', share: 1 } },
       { code: 'FIELD_TYPE_MISMATCH', attempts: 1 },
@@ -351,9 +345,7 @@ describe('bad records that have a documented repair (the built CLI)', () => {
     await restore();
   });
 
-  // BUG: the NUL log line numbers pages from 0 ("page":0 for page 1), like FIELD_TYPE_MISMATCH above: same
-  // cause, src/load/loader.ts writePage/preparePage log the stage's 0-based index. Flip to `it` once fixed.
-  it.fails('numbers the page of the NUL log line as the pager does (page 1)', async () => {
+  it('numbers the page of the NUL log line as the pager does (page 1)', async () => {
     const result = await expectLoadedReload({ corruptPages: { kind: 'nul-characters', share: 1 } });
     const logged = logLines(result.stderr).filter((l) => l.msg === 'NUL characters replaced by U+FFFD');
     await restore();

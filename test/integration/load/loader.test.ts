@@ -153,7 +153,7 @@ describe('window-atomic loads', () => {
     // A page already staged (a retry after a lost acknowledgement) is not staged twice; a gap is refused.
     await restarted.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! });
     await expect(restarted.stagePage(w, { index: 3, nextPage: null, posts: [] })).rejects.toThrow(
-      /page 3 arrived but 2 is next/,
+      /page 4 arrived but 3 is next/,
     );
     await expect(restarted.commitWindows([w])).rejects.toThrow(/not completely staged/);
     await restarted.stagePage(w, { index: 2, nextPage: null, posts: pages[2]! });
@@ -220,7 +220,7 @@ describe('window-atomic loads', () => {
       posts: [post(3, { pipelined_metric: 7, note: 'p1' }, [seg('Region', 'North')])],
     });
     // Prepared pages are still written in order.
-    await expect(loader.writePage(second)).rejects.toThrow(/page 1 arrived but 0 is next/);
+    await expect(loader.writePage(second)).rejects.toThrow(/page 2 arrived but 1 is next/);
     const writing = loader.writePage(first);
     // Preparing a page with a new field evolves posts while the previous page's COPY is in flight.
     const third = await loader.preparePage(w, {
@@ -312,7 +312,7 @@ describe('values', () => {
     expect(error).toBeInstanceOf(DataError);
     expect((error as DataError).code).toBe('FIELD_TYPE_MISMATCH');
     expect((error as DataError).message).toMatch(
-      /field "spend_usd" holds a string value .* window 2026-06-01\.\.2026-06-07 page 1/,
+      /field "spend_usd" holds a string value .* window 2026-06-01\.\.2026-06-07 page 2/,
     );
     await expect(
       loader.stagePage(w, {

@@ -9,12 +9,13 @@ import { captureLogger } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const { logger } = captureLogger();
+const ALL = ['001_initial.sql', '002_window_partitions.sql'];
 
 describe('migrate', () => {
   it('creates the schema and tables once, even when two processes start together', async () => {
     const target = { schema: 'together', postIdField: 'platform_post_id' };
     const [a, b] = await Promise.all([migrate(db.pool, target, logger), migrate(db.pool, target, logger)]);
-    expect([...a.applied, ...b.applied]).toEqual(['001_initial.sql']);
+    expect([...a.applied, ...b.applied]).toEqual(ALL);
     const again = await migrate(db.pool, target, logger);
     expect(again.applied).toEqual([]);
     const tables = await db.pool.query<{ t: string }>(
@@ -54,33 +55,74 @@ describe('migrate', () => {
     await cp('migrations', dir, { recursive: true });
     const target = { schema: 'edited', postIdField: 'platform_post_id' };
     await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
-    await writeFile(join(dir, '002_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note text;\n');
+    await writeFile(join(dir, '900_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note text;\n');
     expect((await migrate(db.pool, target, logger, undefined, { migrationsDir: dir })).applied).toEqual([
-      '002_more.sql',
+      '900_more.sql',
     ]);
-    await writeFile(join(dir, '002_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note2 text;\n');
+    await writeFile(join(dir, '900_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note2 text;\n');
     const error = await migrate(db.pool, target, logger, undefined, { migrationsDir: dir }).catch(
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).code).toBe('SCHEMA_MISMATCH');
-    expect((error as StoreError).message).toMatch(/002_more\.sql was edited/);
+    expect((error as StoreError).message).toMatch(/900_more\.sql was edited/);
     // The lock was released: a later run is not blocked.
-    await writeFile(join(dir, '002_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note text;\n');
+    await writeFile(join(dir, '900_more.sql'), 'ALTER TABLE {{schema}}.posts ADD COLUMN note text;\n');
     expect((await migrate(db.pool, target, logger, undefined, { migrationsDir: dir })).applied).toEqual([]);
   });
 
   it('rolls back a failing migration entirely and records nothing', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
     await cp('migrations', dir, { recursive: true });
-    await writeFile(join(dir, '002_bad.sql'), 'CREATE TABLE {{schema}}.half (a int);\nSELECT 1/0;\n');
+    await writeFile(join(dir, '900_bad.sql'), 'CREATE TABLE {{schema}}.half (a int);\nSELECT 1/0;\n');
     const target = { schema: 'failing', postIdField: 'platform_post_id' };
     await expect(migrate(db.pool, target, logger, undefined, { migrationsDir: dir })).rejects.toThrow(
-      /migration 002_bad\.sql failed \(22012\)/,
+      /migration 900_bad\.sql failed \(22012\)/,
     );
     const half = await db.pool.query(`SELECT to_regclass('failing.half') AS r`);
     expect(half.rows[0]).toEqual({ r: null });
     const done = await db.pool.query<{ name: string }>('SELECT name FROM failing.schema_migrations');
-    expect(done.rows.map((r) => r.name)).toEqual(['001_initial.sql']);
+    expect(done.rows.map((r) => r.name)).toEqual(ALL);
+  });
+
+  it('moves the loaded windows of a 001 schema into window partitions, rows and added columns intact', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await cp('migrations/001_initial.sql', join(dir, '001_initial.sql'));
+    const target = { schema: 'upgraded', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    await db.pool.query(`
+      ALTER TABLE upgraded.posts ADD COLUMN likes bigint;
+      INSERT INTO upgraded.posts (platform_post_id, _window_start, _window_end, _report_id, brand, likes) VALUES
+        (9007199254740993, '2026-01-05', '2026-01-11', 'r1', 'Acme', 7),
+        (2, '2026-01-05', '2026-01-11', 'r1', NULL, NULL),
+        (3, '2026-01-12', '2026-01-18', 'r2', 'Zed', 1);
+      INSERT INTO upgraded.post_custom_segments VALUES
+        (9007199254740993, '2026-01-05', 'Region', 'North'), (3, '2026-01-12', 'Region', 'South');
+      INSERT INTO upgraded.stage_progress (window_start, window_end, report_id, stage_posts, stage_segments)
+        VALUES ('2026-01-19', '2026-01-25', 'r3', 'stage_20260119_20260125_posts', 'stage_20260119_20260125_segments');
+      CREATE UNLOGGED TABLE upgraded.stage_20260119_20260125_posts (_seq bigint, _id bigint);
+    `);
+    const before = await db.pool.query(
+      'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
+    );
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(['002_window_partitions.sql']);
+    const after = await db.pool.query(
+      'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
+    );
+    expect(after.rows).toEqual(before.rows);
+    const parts = await db.pool.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent IN ('upgraded.posts'::regclass, 'upgraded.post_custom_segments'::regclass) ORDER BY 1`,
+    );
+    expect(parts.rows.map((r) => r.name)).toEqual([
+      'post_custom_segments_20260105_20260111',
+      'post_custom_segments_20260112_20260118',
+      'posts_20260105_20260111',
+      'posts_20260112_20260118',
+    ]);
+    const leftovers = await db.pool.query(
+      `SELECT to_regclass('upgraded.stage_20260119_20260125_posts') AS stage, (SELECT count(*)::int FROM upgraded.stage_progress) AS progress`,
+    );
+    expect(leftovers.rows[0]).toEqual({ stage: null, progress: 0 });
   });
 });
