@@ -19,10 +19,6 @@ export interface EndToEndResult {
   readonly idealMs: number;
   readonly connectorMs: number;
   readonly ratio: number;
-  /** The same run with a finer first poll interval, as evidence for the polling settings. */
-  readonly tunedPollInitialMs: number;
-  readonly tunedConnectorMs: number;
-  readonly tunedRatio: number;
   readonly samples: Record<string, number[]>;
 }
 
@@ -69,11 +65,10 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
   const concurrency = 8;
   const generationDelayMs = context.smoke ? 300 : 2000;
   const latencyMs = context.smoke ? 10 : 50;
-  const tunedPollInitialMs = 250;
   const windows = cutWindows(from, to, 7);
   const simulator = { postsPerDay: 50, generationDelayMs, latencyMs };
-  const samples: Record<string, number[]> = { ideal: [], connector: [], tuned: [] };
-  const connector = async (schema: string, extra: Record<string, string>): Promise<number> => {
+  const samples: Record<string, number[]> = { ideal: [], connector: [] };
+  const connector = async (schema: string): Promise<number> => {
     const sim = await startSimulatorChild(simulator);
     try {
       const result = await runNode(
@@ -89,7 +84,7 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
           '--schema',
           schema,
         ],
-        cliEnv(context, sim.baseUrl, extra),
+        cliEnv(context, sim.baseUrl),
       );
       if (result.code !== 0) throw new Error(`backfill exited ${result.code}: ${result.stderr.slice(-2000)}`);
       return result.wallMs;
@@ -106,19 +101,14 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
     } finally {
       await sim.stop();
     }
-    const connectorMs = await connector(`bench_e2e_${rep}`, {});
-    const tunedMs = await connector(`bench_e2e_tuned_${rep}`, {
-      POST_REPORTS_POLL_INITIAL_MS: String(tunedPollInitialMs),
-    });
+    const connectorMs = await connector(`bench_e2e_${rep}`);
     samples.ideal!.push(idealMs);
     samples.connector!.push(connectorMs);
-    samples.tuned!.push(tunedMs);
     context.log(
-      `e2e rep ${rep + 1}: ideal ${Math.round(idealMs)} ms, connector ${Math.round(connectorMs)} ms, with first poll at ${tunedPollInitialMs} ms ${Math.round(tunedMs)} ms`,
+      `e2e rep ${rep + 1}: ideal ${Math.round(idealMs)} ms, connector ${Math.round(connectorMs)} ms`,
     );
   }
   const ratios = samples.connector!.map((c, i) => c / samples.ideal![i]!);
-  const tunedRatios = samples.tuned!.map((c, i) => c / samples.ideal![i]!);
   return {
     from,
     to,
@@ -129,9 +119,6 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
     idealMs: median(samples.ideal!),
     connectorMs: median(samples.connector!),
     ratio: median(ratios),
-    tunedPollInitialMs,
-    tunedConnectorMs: median(samples.tuned!),
-    tunedRatio: median(tunedRatios),
     samples,
   };
 }

@@ -106,8 +106,11 @@ interface FloorRows {
 async function encodedRows(context: BenchContext, schema: string): Promise<FloorRows> {
   const client = await context.pool.connect();
   try {
-    const posts = await copyOut(client, `COPY ${id(schema)}.posts TO STDOUT`);
-    const segments = await copyOut(client, `COPY ${id(schema)}.post_custom_segments TO STDOUT`);
+    const posts = await copyOut(client, `COPY (SELECT * FROM ${id(schema)}.posts) TO STDOUT`);
+    const segments = await copyOut(
+      client,
+      `COPY (SELECT * FROM ${id(schema)}.post_custom_segments) TO STDOUT`,
+    );
     return { posts, segments, postIdColumn: 'platform_post_id' };
   } finally {
     client.release();

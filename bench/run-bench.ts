@@ -55,14 +55,6 @@ function report(load?: LoadResult, e2e?: EndToEndResult, memory?: MemoryResult):
       `≤ ${TARGETS.endToEnd}×`,
       verdict(e2e.ratio <= TARGETS.endToEnd),
     ]);
-    rows.push([
-      `  same, POST_REPORTS_POLL_INITIAL_MS=${e2e.tunedPollInitialMs}`,
-      seconds(e2e.tunedConnectorMs),
-      `ideal ${seconds(e2e.idealMs)}`,
-      `${e2e.tunedRatio.toFixed(2)}×`,
-      `≤ ${TARGETS.endToEnd}×`,
-      verdict(e2e.tunedRatio <= TARGETS.endToEnd),
-    ]);
   }
   if (memory) {
     for (const size of memory.sizes) {

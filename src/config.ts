@@ -105,13 +105,13 @@ export const SETTINGS = {
   },
   pollInitialMs: {
     env: 'POST_REPORTS_POLL_INITIAL_MS',
-    default: '1000',
-    description: 'First report poll interval',
+    default: '250',
+    description: 'Shortest report poll interval',
   },
   pollMaxMs: {
     env: 'POST_REPORTS_POLL_MAX_MS',
     default: '30000',
-    description: 'Longest report poll interval',
+    description: 'Longest report poll interval (between them: 10 % of the time waited)',
   },
   pollDeadlineMs: {
     env: 'POST_REPORTS_POLL_DEADLINE_MS',

@@ -3,7 +3,13 @@ import pg from 'pg';
 import { type DbConfig, SETTINGS } from '../config.js';
 import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { LOCK_NOT_AVAILABLE, QUERY_CANCELED, sqlState } from './pg-error-codes.js';
+import {
+  IDLE_IN_TRANSACTION_TIMEOUT,
+  LOCK_NOT_AVAILABLE,
+  QUERY_CANCELED,
+  sqlState,
+} from './pg-error-codes.js';
+import { cancelBackend, terminateBackend } from './queries.js';
 
 export interface PoolOptions {
   /** Connections at most (default 10). */
@@ -12,8 +18,6 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
-/** idle_in_transaction_session_timeout fired (not in pg-error-codes.ts: nothing else reacts to it). */
-const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';
 // A dead peer (a server gone without a FIN) is noticed by TCP keepalive instead of a read that never ends.
 const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
@@ -55,26 +59,10 @@ type TransactionBody<T> = (client: pg.PoolClient) => Promise<T>;
  * transaction is rolled back even if `fn` completes, and the error is an abort (see isAbortError). The signal
  * comes before `fn` so that the callback stays the last argument.
  */
-export function withTransaction<T>(pool: pg.Pool, fn: TransactionBody<T>): Promise<T>;
-export function withTransaction<T>(
+export async function withTransaction<T>(
   pool: pg.Pool,
   signal: AbortSignal | undefined,
   fn: TransactionBody<T>,
-): Promise<T>;
-export function withTransaction<T>(
-  pool: pg.Pool,
-  signalOrFn: AbortSignal | undefined | TransactionBody<T>,
-  body?: TransactionBody<T>,
-): Promise<T> {
-  if (typeof signalOrFn === 'function') return transaction(pool, signalOrFn, undefined);
-  if (body === undefined) throw new TypeError('withTransaction needs a function to run');
-  return transaction(pool, body, signalOrFn);
-}
-
-async function transaction<T>(
-  pool: pg.Pool,
-  fn: TransactionBody<T>,
-  signal: AbortSignal | undefined,
 ): Promise<T> {
   if (signal?.aborted) throw abortError(signal, signal.reason);
   const client = await pool.connect();
@@ -117,8 +105,6 @@ async function transaction<T>(
   }
 }
 
-const CANCEL = 'SELECT pg_cancel_backend($1)';
-const TERMINATE = 'SELECT pg_terminate_backend($1)';
 /** A cancel that lands between two statements is lost; it is repeated until the transaction's work ends. */
 const CANCEL_REPEAT_MS = 200;
 /** A statement that ignores cancels this long (a backend stuck outside an interruptible wait) is terminated. */
@@ -173,10 +159,10 @@ class StatementCanceller {
       const started = Date.now();
       while (!this.#done) {
         if (Date.now() - started >= TERMINATE_AFTER_MS) {
-          await admin.query(TERMINATE, [pid]);
+          await admin.query(terminateBackend, [pid]);
           return true;
         }
-        await admin.query(CANCEL, [pid]);
+        await admin.query(cancelBackend, [pid]);
         await Promise.race([this.#stopped, sleep(CANCEL_REPEAT_MS, undefined, { ref: false })]);
       }
       return false;

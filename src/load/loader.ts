@@ -193,7 +193,7 @@ export class Loader {
             `columns for window ${label(window)} page ${page.index + 1} keep changing`,
           );
         signal?.throwIfAborted();
-        registry = await evolvePosts(this.#pool, this.#target, this.#logger, plan.changes);
+        registry = await evolvePosts(this.#pool, this.#target, this.#logger, plan.changes, signal);
         plan = planPage(page.posts, registry, place);
       }
       const columns = pageColumns(plan.fields, registry);
@@ -396,7 +396,7 @@ export class Loader {
     const { schema } = this.#target;
     const names = stageNames(window);
     try {
-      await withTransaction(this.#pool, async (client) => {
+      await withTransaction(this.#pool, undefined, async (client) => {
         await client.query(q.lockKey, [q.windowLockKey(schema, window.start, window.end)]);
         await client.query(q.dropTable(schema, names.posts));
         await client.query(q.dropTable(schema, names.segments));

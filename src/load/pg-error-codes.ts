@@ -9,6 +9,7 @@ export const UNDEFINED_COLUMN = '42703';
 export const QUERY_CANCELED = '57014';
 export const ADMIN_SHUTDOWN = '57P01';
 export const LOCK_NOT_AVAILABLE = '55P03';
+export const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';
 export const DEADLOCK_DETECTED = '40P01';
 export const SERIALIZATION_FAILURE = '40001';
 export const INVALID_TEXT_REPRESENTATION = '22P02';

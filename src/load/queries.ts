@@ -14,6 +14,10 @@ export function qualified(schema: string, table: string): string {
 
 export const lockKey = 'SELECT pg_advisory_xact_lock(hashtext($1))';
 
+/** $1 the backend's pid: stops the statement it runs (an aborted run's), or the whole session. */
+export const cancelBackend = 'SELECT pg_cancel_backend($1)';
+export const terminateBackend = 'SELECT pg_terminate_backend($1)';
+
 /** Serializes DDL on posts of one schema. */
 export function ddlLockKey(schema: string): string {
   return `post-reports-etl:ddl:${schema}`;

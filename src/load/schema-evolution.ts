@@ -129,10 +129,11 @@ export async function evolvePosts(
   target: Target,
   logger: Logger,
   changes: readonly ColumnChange[],
+  signal?: AbortSignal,
 ): Promise<Registry> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await withTransaction(pool, async (client) => {
+      return await withTransaction(pool, signal, async (client) => {
         await client.query(q.lockKey, [q.ddlLockKey(target.schema)]);
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);

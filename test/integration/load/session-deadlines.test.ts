@@ -101,7 +101,7 @@ describe('a deadline that fires names its setting', () => {
     const release = await holdLock();
     try {
       const error = await failure(
-        withTransaction(p, (client) => client.query('LOCK TABLE held IN SHARE MODE')),
+        withTransaction(p, undefined, (client) => client.query('LOCK TABLE held IN SHARE MODE')),
       );
       const wrapped = asStoreError('locking held', error);
       expect(wrapped.code).toBe('DB_ERROR');
@@ -124,7 +124,7 @@ describe('a deadline that fires names its setting', () => {
   it('idle_in_transaction_session_timeout', async () => {
     const p = pool({ POST_REPORTS_IDLE_IN_TRANSACTION_TIMEOUT_MS: '200' });
     const error = await failure(
-      withTransaction(p, async (client) => {
+      withTransaction(p, undefined, async (client) => {
         await client.query('SELECT 1');
         // The server ends the session meanwhile; the next statement finds it gone.
         await sleep(1500);
@@ -205,9 +205,9 @@ describe('withTransaction with a signal', () => {
     }
     const { rows } = await p.query<{ gone: boolean }>(`SELECT to_regclass('written') IS NULL AS gone`);
     expect(rows).toEqual([{ gone: true }]);
-    expect(await withTransaction(p, async (client) => (await client.query('SELECT 1 AS one')).rows)).toEqual([
-      { one: 1 },
-    ]);
+    expect(
+      await withTransaction(p, undefined, async (client) => (await client.query('SELECT 1 AS one')).rows),
+    ).toEqual([{ one: 1 }]);
   });
 
   it('cancels a statement that starts after a cancel was lost between two statements', async () => {
