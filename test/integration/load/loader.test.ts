@@ -62,6 +62,29 @@ describe('window-atomic loads', () => {
     expect(await snapshot(db.pool)).toEqual(first);
   });
 
+  it('attaches each stage as its window partition, keyed, leaving no stage behind', async () => {
+    const w = { start: '2026-01-15', end: '2026-01-21' };
+    await load(loader, w, 'p1', [windowPosts([7, 8], 'p')]);
+    await load(loader, w, 'p2', [windowPosts([9], 'p')]);
+    const tables = await db.pool.query<{ name: string; parent: string | null; pkey: boolean }>(
+      `SELECT c.relname AS name, p.relname AS parent,
+              EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisprimary) AS pkey
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         LEFT JOIN pg_inherits i ON i.inhrelid = c.oid LEFT JOIN pg_class p ON p.oid = i.inhparent
+        WHERE n.nspname = 'post_reports' AND c.relkind = 'r' AND (c.relname LIKE '%20260115%' OR c.relname ~ '^stage_[0-9]')
+        ORDER BY 1`,
+    );
+    expect(tables.rows).toEqual([
+      { name: 'post_custom_segments_20260115_20260121', parent: 'post_custom_segments', pkey: true },
+      { name: 'posts_20260115_20260121', parent: 'posts', pkey: true },
+    ]);
+    const rows = await db.pool.query<{ id: string; report: string }>(
+      `SELECT platform_post_id::text AS id, _report_id AS report FROM post_reports.posts WHERE _window_start = $1`,
+      [w.start],
+    );
+    expect(rows.rows).toEqual([{ id: '9', report: 'p2' }]);
+  });
+
   it('a post that disappeared from a re-run window is gone, with its segments', async () => {
     const w = { start: '2026-01-01', end: '2026-01-07' };
     await load(loader, w, 'r2', [windowPosts([1, 2, 3], 'b')]);
