@@ -134,6 +134,7 @@ export class ApiClient {
     attempt: number,
     signal: AbortSignal | undefined,
   ): Promise<JsonResponse> {
+    // One deadline for the whole attempt: DNS, connecting, TLS, the headers and the body.
     const timeout = AbortSignal.timeout(this.#config.requestTimeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const headers: Record<string, string> = {
@@ -161,7 +162,7 @@ export class ApiClient {
       if (timeout.aborted) {
         throw new ApiError(
           'API_TIMEOUT',
-          `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt})`,
+          `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt}; POST_REPORTS_REQUEST_TIMEOUT_MS)`,
           { endpoint },
         );
       }

@@ -100,7 +100,7 @@ export async function waitForReport(
     if (remaining <= 0) {
       throw new ApiError(
         'REPORT_DEADLINE',
-        `report ${reportId} was not DONE after ${seconds(elapsed)} (${polls} polls, deadline ${seconds(poll.deadlineMs)}); last status ${status}`,
+        `report ${reportId} was not DONE after ${seconds(elapsed)} (${polls} polls, deadline ${seconds(poll.deadlineMs)}, POST_REPORTS_POLL_DEADLINE_MS); last status ${status}`,
       );
     }
     // Jitter spreads the polls of parallel windows; the last wait ends at the deadline for a final poll.

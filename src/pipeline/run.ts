@@ -187,9 +187,14 @@ function connectionError(url: string, error: unknown): unknown {
     // An unparsable URL: the reason below says why.
   }
   const reason = error instanceof Error ? error.message : String(error);
-  return new StoreError('DB_ERROR', `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}`, {
-    cause: error,
-  });
+  const setting = /timeout/i.test(reason) ? ' (POST_REPORTS_CONNECT_TIMEOUT_MS)' : '';
+  return new StoreError(
+    'DB_ERROR',
+    `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${setting}`,
+    {
+      cause: error,
+    },
+  );
 }
 
 function dayBefore(date: string): string {

@@ -384,7 +384,7 @@ describe('report statuses the spec does not define (the built CLI)', () => {
     );
     expect(line).toMatch(
       new RegExp(
-        `: report ${ANY_REPORT} was not DONE after \\d+ ms \\(\\d+ polls, deadline 300 ms\\); last status ARCHIVED$`,
+        `: report ${ANY_REPORT} was not DONE after \\d+ ms \\(\\d+ polls, deadline 300 ms, POST_REPORTS_POLL_DEADLINE_MS\\); last status ARCHIVED$`,
       ),
     );
   });

@@ -93,7 +93,7 @@ describe('the API side', () => {
     const [failure] = windowFailures(result);
     expect(failure?.code).toBe('REPORT_DEADLINE');
     expect(failure?.message).toMatch(
-      /^report \S+ was not DONE after \d+ ms \(\d+ polls, deadline 300 ms\); last status IN_PROGRESS$/,
+      /^report \S+ was not DONE after \d+ ms \(\d+ polls, deadline 300 ms, POST_REPORTS_POLL_DEADLINE_MS\); last status IN_PROGRESS$/,
     );
   });
 
@@ -106,7 +106,8 @@ describe('the API side', () => {
     const error = runError(result, 1);
     expect(error).toEqual({
       code: 'API_TIMEOUT',
-      message: 'GET /reports/posts/dimensions did not answer within 200 ms (attempt 2)',
+      message:
+        'GET /reports/posts/dimensions did not answer within 200 ms (attempt 2; POST_REPORTS_REQUEST_TIMEOUT_MS)',
     });
     expect(result.summary).toMatchObject({ status: 'failed', exitCode: 1 });
     const asked = sim.requests().filter((r) => r.path.endsWith('/reports/posts/dimensions'));
@@ -224,7 +225,7 @@ describe('the database side', () => {
       );
       expect(runError(result, 1)).toEqual({
         code: 'DB_ERROR',
-        message: `cannot connect to PostgreSQL at 127.0.0.1:${port}/silent: Connection terminated due to connection timeout`,
+        message: `cannot connect to PostgreSQL at 127.0.0.1:${port}/silent: Connection terminated due to connection timeout (POST_REPORTS_CONNECT_TIMEOUT_MS)`,
       });
     } finally {
       for (const socket of sockets) socket.destroy();

@@ -87,7 +87,7 @@ describe('reports and pages against the simulator', () => {
       expect(error.code).toBe('REPORT_DEADLINE');
       expect(error.message).toMatch(
         new RegExp(
-          `^report ${id} was not DONE after \\d+ ms \\(\\d+ polls, deadline 60 ms\\); last status IN_PROGRESS$`,
+          `^report ${id} was not DONE after \\d+ ms \\(\\d+ polls, deadline 60 ms, POST_REPORTS_POLL_DEADLINE_MS\\); last status IN_PROGRESS$`,
         ),
       );
       expect(polls.length).toBeGreaterThan(1);
