@@ -28,6 +28,9 @@ export interface LoadResult {
   readonly floorMs: number;
   readonly ratio: number;
   readonly postsPerSecond: number;
+  /** The same with POST_REPORTS_HEAP_GROWTH_PERCENT=0 (V8's own heap growth): what the flat memory costs. */
+  readonly v8GrowthMarginalMs: number;
+  readonly v8GrowthRatio: number;
   readonly profile: ProfileSummary;
   readonly samples: Record<string, number[]>;
 }
@@ -37,6 +40,7 @@ async function runConnector(
   baseUrl: string,
   schema: string,
   nodeFlags: readonly string[] = [],
+  env: Record<string, string> = {},
 ): Promise<{ ms: number; posts: number }> {
   const result = await runNode(
     [
@@ -53,7 +57,7 @@ async function runConnector(
       '--schema',
       schema,
     ],
-    cliEnv(context, baseUrl),
+    cliEnv(context, baseUrl, env),
     nodeFlags,
   );
   if (result.code !== 0)
@@ -173,21 +177,26 @@ export async function benchLoadThroughput(context: BenchContext): Promise<LoadRe
     const reportId = found.rows[0]?.report_id;
     if (reportId === undefined) throw new Error('the warm-up loaded nothing');
     const rows = await encodedRows(context, warm);
-    const samples: Record<string, number[]> = { big: [], small: [], fetchParse: [], copy: [] };
+    const samples: Record<string, number[]> = { big: [], bigV8: [], small: [], fetchParse: [], copy: [] };
     for (let rep = 0; rep < context.repetitions; rep++) {
       const schema = `bench_load_${rep}`;
       const b = await runConnector(context, big.baseUrl, schema);
+      await dropSchema(context, schema);
+      const v = await runConnector(context, big.baseUrl, schema, [], {
+        POST_REPORTS_HEAP_GROWTH_PERCENT: '0',
+      });
       await dropSchema(context, schema);
       const s = await runConnector(context, small.baseUrl, schema);
       await dropSchema(context, schema);
       const fp = await fetchAndParse(big.baseUrl, reportId);
       const cp = await floorCopy(context, warm, rows);
       samples.big!.push(b.ms);
+      samples.bigV8!.push(v.ms);
       samples.small!.push(s.ms);
       samples.fetchParse!.push(fp);
       samples.copy!.push(cp);
       context.log(
-        `load rep ${rep + 1}: connector ${Math.round(b.ms)} ms (${b.posts} posts) / ${Math.round(s.ms)} ms (${s.posts}); floor fetch+parse ${Math.round(fp)} ms + COPY ${Math.round(cp)} ms`,
+        `load rep ${rep + 1}: connector ${Math.round(b.ms)} ms (${b.posts} posts; ${Math.round(v.ms)} ms with V8's heap growth) / ${Math.round(s.ms)} ms (${s.posts}); floor fetch+parse ${Math.round(fp)} ms + COPY ${Math.round(cp)} ms`,
       );
     }
     context.log('load: CPU profile run');
@@ -196,6 +205,7 @@ export async function benchLoadThroughput(context: BenchContext): Promise<LoadRe
     // Marginal per repetition, then the median, so that a noisy repetition does not mix into another.
     const marginal = samples.big!.map((b, i) => b - samples.small![i]!);
     const floors = samples.fetchParse!.map((f, i) => f + samples.copy![i]!);
+    const marginalV8 = samples.bigV8!.map((b, i) => b - samples.small![i]!);
     const connectorMarginalMs = median(marginal);
     const floorMs = median(floors);
     return {
@@ -209,6 +219,8 @@ export async function benchLoadThroughput(context: BenchContext): Promise<LoadRe
       floorMs,
       ratio: median(marginal.map((m, i) => m / floors[i]!)),
       postsPerSecond: (warmBig.posts - smallSize) / (connectorMarginalMs / 1000),
+      v8GrowthMarginalMs: median(marginalV8),
+      v8GrowthRatio: median(marginalV8.map((m, i) => m / floors[i]!)),
       profile,
       samples,
     };

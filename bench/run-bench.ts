@@ -45,6 +45,14 @@ function report(load?: LoadResult, e2e?: EndToEndResult, memory?: MemoryResult):
       `≤ ${TARGETS.load}×`,
       verdict(load.ratio <= TARGETS.load),
     ]);
+    rows.push([
+      '  same, POST_REPORTS_HEAP_GROWTH_PERCENT=0',
+      seconds(load.v8GrowthMarginalMs),
+      `floor ${seconds(load.floorMs)}`,
+      `${load.v8GrowthRatio.toFixed(2)}×`,
+      `≤ ${TARGETS.load}×`,
+      verdict(load.v8GrowthRatio <= TARGETS.load),
+    ]);
   }
   if (e2e) {
     rows.push([
@@ -59,7 +67,7 @@ function report(load?: LoadResult, e2e?: EndToEndResult, memory?: MemoryResult):
   if (memory) {
     for (const size of memory.sizes) {
       rows.push([
-        `Peak RSS, one window of ${size.posts.toLocaleString('en')} posts${size.nodeFlags ? ` (node ${size.nodeFlags})` : ''}`,
+        `Peak RSS, one window of ${size.posts.toLocaleString('en')} posts${size.variant ? ` (${size.variant})` : ''}`,
         `${size.peakRssMb.toFixed(0)} MB`,
         '',
         '',

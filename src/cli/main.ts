@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { setFlagsFromString } from 'node:v8';
 import { Command, Option } from 'commander';
 import { ConfigError } from '../errors.js';
 import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
@@ -9,12 +8,6 @@ import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAG
 import { runCommand } from './run-command.js';
 import type { Io } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
-
-// The live heap of a run stays near 30 MB whatever the report size, but V8 by default lets the old generation
-// grow to 4-5 times that before a full collection, so RSS followed the run's length (213-276 MB). Growing the heap
-// by 10 % at a time keeps it near 155 MB for any report, at 8-13 % more time (npm run bench). V8 reads this flag
-// whenever it sizes the heap, so setting it at start-up works; only the CLI's own process is tuned this way.
-setFlagsFromString('--heap-growing-percent=10');
 
 const io: Io = { stdout: process.stdout, stderr: process.stderr, signal: interruptSignal() };
 

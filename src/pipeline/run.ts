@@ -470,13 +470,18 @@ class RunWindow {
         );
         watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
         await writing;
+        // Only numbers outlive this iteration: the page's records and rows are garbage once encoded, while the
+        // write runs (they are most of the live heap).
+        const rows = mapped.length;
+        const index = page.index;
+        const bytes = page.bytes;
         writing = this.loader.writePage(prepared, watchdog.signal).then(() => {
           watchdog.progress();
-          posts += mapped.length;
+          posts += rows;
           count += 1;
           this.counters.pages += 1;
-          this.context.onProgress?.({ type: 'page-staged', window, posts: mapped.length });
-          log.debug({ page: page.index, posts: mapped.length, bytes: page.bytes }, 'page staged');
+          this.context.onProgress?.({ type: 'page-staged', window, posts: rows });
+          log.debug({ page: index, posts: rows, bytes }, 'page staged');
         });
         // Awaited on the next page or below; this only keeps a failure from being reported as unhandled meanwhile.
         writing.catch(() => {});
