@@ -160,6 +160,37 @@ describe('window-atomic loads', () => {
     for (const observation of seen) expect(['300/600', '501/1002']).toContain(observation);
   });
 
+  it('a reload waits for a reader of the segments without holding posts, then swaps', async () => {
+    const w = { start: '2026-03-09', end: '2026-03-15' };
+    await load(loader, w, 'q1', [windowPosts([1, 2], 'q')]);
+    // The reader holds post_custom_segments only; the swap must not sit on posts meanwhile (it would deadlock
+    // with a reader that then asks for posts), so it retries until the reader is done.
+    const reader = await db.pool.connect();
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM post_reports.post_custom_segments');
+    const swapping = load(loader, w, 'q2', [windowPosts([3], 'q')]);
+    let retrying = false;
+    for (let i = 0; i < 500 && !retrying; i++) {
+      const seen = await db.pool.query(
+        `SELECT 1 FROM pg_stat_activity WHERE query LIKE '%replace_lock%' AND pid <> pg_backend_pid()`,
+      );
+      retrying = seen.rows.length > 0;
+      if (!retrying) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(retrying).toBe(true);
+    // From the segments' reader, a read of posts: it would wait (and time out) if the swap held posts.
+    await reader.query("SET LOCAL statement_timeout = '5s'");
+    await reader.query('SELECT count(*) FROM post_reports.posts');
+    await reader.query('COMMIT');
+    reader.release();
+    expect(await swapping).toBe(1);
+    const loaded = await db.pool.query<{ id: string }>(
+      'SELECT platform_post_id::text AS id FROM post_reports.posts WHERE _window_start = $1',
+      [w.start],
+    );
+    expect(loaded.rows).toEqual([{ id: '3' }]);
+  });
+
   it('resumes a window from the next page after a restart, and restarts for another report', async () => {
     const w = { start: '2026-04-01', end: '2026-04-07' };
     const pages = [windowPosts([1, 2], 'p0'), windowPosts([3], 'p1'), windowPosts([4, 5], 'p2')];
