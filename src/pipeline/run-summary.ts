@@ -52,6 +52,10 @@ export type ProgressEvent =
   | {
       readonly type: 'window-loaded';
       readonly window: Window;
+      /**
+       * Posts of the commit that loaded this window. Windows replacing a loaded window of another size are
+       * committed together, and each of them reports the commit's total (and its duration).
+       */
       readonly posts: number;
       readonly durationMs: number;
     }
