@@ -414,12 +414,12 @@ export class Loader {
   async #sealStage(client: pg.PoolClient, row: ProgressRow): Promise<number> {
     const { schema, postIdField } = this.#target;
     let rows = Number(row.rows_staged);
-    await client.query('SAVEPOINT seal');
+    await client.query(q.savepoint('seal'));
     try {
       await client.query(q.addPrimaryKey(schema, row.stage_posts, [postIdField, '_window_start']));
     } catch (error) {
       if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
-      await client.query('ROLLBACK TO SAVEPOINT seal');
+      await client.query(q.rollbackToSavepoint('seal'));
       const deleted = await client.query(q.deleteEarlierOccurrences(schema, row.stage_posts, postIdField));
       await client.query(q.deleteOrphanSegments(schema, row.stage_segments, row.stage_posts, postIdField));
       rows -= deleted.rowCount ?? 0;
@@ -429,7 +429,7 @@ export class Loader {
       );
       await client.query(q.addPrimaryKey(schema, row.stage_posts, [postIdField, '_window_start']));
     }
-    await client.query('RELEASE SAVEPOINT seal');
+    await client.query(q.releaseSavepoint('seal'));
     await client.query(
       q.addPrimaryKey(schema, row.stage_segments, [postIdField, '_window_start', 'name', 'value']),
     );
@@ -447,16 +447,16 @@ export class Loader {
     const { schema } = this.#target;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
-      await client.query('SAVEPOINT replace_lock');
+      await client.query(q.savepoint('replace_lock'));
       // Bounded by lock_timeout: a reader that never lets go fails the window, it does not hang it.
       await client.query(q.lockExclusive(schema, POSTS, false));
       try {
         await client.query(q.lockExclusive(schema, SEGMENTS, true));
-        await client.query('RELEASE SAVEPOINT replace_lock');
+        await client.query(q.releaseSavepoint('replace_lock'));
         return;
       } catch (error) {
         if (sqlState(error) !== LOCK_NOT_AVAILABLE || attempt >= REPLACE_LOCK_ATTEMPTS) throw error;
-        await client.query('ROLLBACK TO SAVEPOINT replace_lock');
+        await client.query(q.rollbackToSavepoint('replace_lock'));
         await sleep(Math.min(10 * attempt, 500), undefined, signal ? { signal } : {});
       }
     }
@@ -496,10 +496,10 @@ export class Loader {
 
   async #stageExists(client: pg.PoolClient, row: ProgressRow): Promise<boolean> {
     const { schema } = this.#target;
-    const result = await client.query<{ posts: string | null; segments: string | null }>(
-      'SELECT to_regclass($1)::text AS posts, to_regclass($2)::text AS segments',
-      [q.qualified(schema, row.stage_posts), q.qualified(schema, row.stage_segments)],
-    );
+    const result = await client.query<{ posts: string | null; segments: string | null }>(q.stageTablesExist, [
+      q.qualified(schema, row.stage_posts),
+      q.qualified(schema, row.stage_segments),
+    ]);
     const found = result.rows[0];
     return found?.posts != null && found.segments != null;
   }

@@ -114,6 +114,14 @@ export function createStageSegments(schema: string, table: string, of: StageOf):
             value text NOT NULL)`;
 }
 
+/** $1, $2 the qualified stage tables: their names, or null for a table that does not exist. */
+export const stageTablesExist = 'SELECT to_regclass($1)::text AS posts, to_regclass($2)::text AS segments';
+
+// A step of a transaction that may fail and be tried again without losing the rest.
+export const savepoint = (name: string): string => `SAVEPOINT ${id(name)}`;
+export const rollbackToSavepoint = (name: string): string => `ROLLBACK TO SAVEPOINT ${id(name)}`;
+export const releaseSavepoint = (name: string): string => `RELEASE SAVEPOINT ${id(name)}`;
+
 export function dropTable(schema: string, table: string): string {
   return `DROP TABLE IF EXISTS ${qualified(schema, table)}`;
 }
