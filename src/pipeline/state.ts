@@ -49,11 +49,21 @@ export async function writeTarget(
   );
 }
 
-/** Clears everything loaded into the schema: used when the user asks to reset after a filter change. */
+/**
+ * Clears everything loaded into the schema: used when the user asks to reset after a filter change. The window
+ * partitions are dropped, not emptied, so that a new window grid does not meet the old one.
+ */
 export async function clearTarget(db: Queryable, schema: string): Promise<void> {
-  await db.query(
-    `TRUNCATE ${t(schema, 'post_custom_segments')}, ${t(schema, 'posts')}, ${t(schema, 'report_windows')}`,
+  const parts = await db.query<{ name: string }>(
+    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent IN (to_regclass($1), to_regclass($2))`,
+    [t(schema, 'posts'), t(schema, 'post_custom_segments')],
   );
+  const drops = parts.rows
+    .map((r) => `DROP TABLE ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(r.name)};`)
+    .join(' ');
+  // One query string without parameters runs as one transaction: the windows and their record go together.
+  await db.query(`${drops} TRUNCATE ${t(schema, 'report_windows')}`);
 }
 
 export async function setCursor(db: Queryable, schema: string, date: string): Promise<void> {
