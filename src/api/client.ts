@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
-import type { ApiConfig } from '../config.js';
+import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { parseExactJson } from './exact-json.js';
@@ -162,7 +162,7 @@ export class ApiClient {
       if (timeout.aborted) {
         throw new ApiError(
           'API_TIMEOUT',
-          `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt}; POST_REPORTS_REQUEST_TIMEOUT_MS)`,
+          `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt}; ${SETTINGS.requestTimeoutMs.env})`,
           { endpoint },
         );
       }

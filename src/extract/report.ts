@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
-import type { ApiConfig } from '../config.js';
+import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError } from '../errors.js';
 import { type Filters, filtersToRequest } from './filters.js';
 import { fetchReport, kind, type ReportPage, reportIdText, toReportPage } from './pager.js';
@@ -100,7 +100,7 @@ export async function waitForReport(
     if (remaining <= 0) {
       throw new ApiError(
         'REPORT_DEADLINE',
-        `report ${reportId} was not DONE after ${seconds(elapsed)} (${polls} polls, deadline ${seconds(poll.deadlineMs)}, POST_REPORTS_POLL_DEADLINE_MS); last status ${status}`,
+        `report ${reportId} was not DONE after ${seconds(elapsed)} (${polls} polls, deadline ${seconds(poll.deadlineMs)}, ${SETTINGS.pollDeadlineMs.env}); last status ${status}`,
       );
     }
     // Jitter spreads the polls of parallel windows; the last wait ends at the deadline for a final poll.

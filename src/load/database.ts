@@ -200,13 +200,15 @@ export function asStoreError(operation: string, error: unknown): EtlError {
   const reason = error instanceof Error ? error.message : String(error);
   return new StoreError(
     'DB_ERROR',
-    oneLine(`${operation} failed${state ? ` (${state})` : ''}: ${reason}${deadlineHint(state, reason)}`),
+    oneLine(`${operation} failed${state ? ` (${state})` : ''}: ${reason}${deadlineHint(error)}`),
     { cause: error },
   );
 }
 
-/** Which of the connector's database deadlines an error comes from, as a suffix for its message. */
-function deadlineHint(state: string | undefined, reason: string): string {
+/** Which of the connector's database deadlines an error comes from, as a suffix for its message ('' if none). */
+export function deadlineHint(error: unknown): string {
+  const state = sqlState(error);
+  const reason = error instanceof Error ? error.message : String(error);
   if (state === LOCK_NOT_AVAILABLE && /lock timeout/i.test(reason)) {
     return ` (waited for a lock held by another session longer than ${SETTINGS.lockTimeoutMs.env})`;
   }

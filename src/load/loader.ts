@@ -487,11 +487,7 @@ export class Loader {
     const name = q.partitionName(parent, window.start, window.end);
     await client.query(q.attachPartition(schema, parent, stage, window.start));
     await client.query(q.renameTable(schema, stage, name));
-    const index = await client.query<{ name: string }>(q.primaryKeyIndex, [q.qualified(schema, name)]);
-    const current = index.rows[0]?.name;
-    if (current !== undefined && current !== `${name}_pkey`) {
-      await client.query(q.renameIndex(schema, current, `${name}_pkey`));
-    }
+    await client.query(q.renameIndex(schema, `${stage}_pkey`, `${name}_pkey`));
   }
 
   async #stageExists(client: pg.PoolClient, row: ProgressRow): Promise<boolean> {
@@ -570,7 +566,7 @@ const REPLACE_LOCK_ATTEMPTS = 150;
 const SEGMENTS = 'post_custom_segments';
 
 function stageNames(window: WindowKey): { posts: string; segments: string } {
-  const base = `stage_${window.start.replaceAll('-', '')}_${window.end.replaceAll('-', '')}`;
+  const base = q.partitionName('stage', window.start, window.end);
   return { posts: `${base}_posts`, segments: `${base}_segments` };
 }
 

@@ -91,27 +91,24 @@ export interface StageOf {
 
 /**
  * A window's posts stage: the layout of a posts partition plus `_seq`, the occurrence order within the report,
- * dropped when the stage is attached. The CHECK lets ATTACH PARTITION skip its validating scan.
+ * dropped when the stage is attached.
  */
 export function createStagePosts(schema: string, table: string, of: StageOf): string {
-  const start = pg.escapeLiteral(of.start);
-  return `CREATE TABLE ${qualified(schema, table)} (
-            _seq bigint NOT NULL,
-            ${id(of.postId)} bigint NOT NULL,
-            _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start}),
+  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)},
             _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
             _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
             _loaded_at timestamptz NOT NULL DEFAULT now())`;
 }
 
 export function createStageSegments(schema: string, table: string, of: StageOf): string {
+  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL)`;
+}
+
+// The columns both stages begin with. The CHECK lets ATTACH PARTITION skip its validating scan.
+function stageKey(of: StageOf): string {
   const start = pg.escapeLiteral(of.start);
-  return `CREATE TABLE ${qualified(schema, table)} (
-            _seq bigint NOT NULL,
-            ${id(of.postId)} bigint NOT NULL,
-            _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start}),
-            name text NOT NULL,
-            value text NOT NULL)`;
+  return `_seq bigint NOT NULL, ${id(of.postId)} bigint NOT NULL,
+            _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start})`;
 }
 
 /** $1, $2 the qualified stage tables: their names, or null for a table that does not exist. */
@@ -237,14 +234,14 @@ export function lockExclusive(schema: string, table: string, noWait: boolean): s
   return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE${noWait ? ' NOWAIT' : ''}`;
 }
 
-/** The partition of `parent` (posts or post_custom_segments) that holds a loaded window. */
+/** The table of a window: a partition of `parent` (posts or post_custom_segments), or a stage (`stage`). */
 export function partitionName(parent: string, start: string, end: string): string {
   return `${parent}_${start.replaceAll('-', '')}_${end.replaceAll('-', '')}`;
 }
 
-/** Building the key after the COPY is cheaper than maintaining it row by row. */
+/** Building the key after the COPY is cheaper than maintaining it row by row. Named `<table>_pkey`. */
 export function addPrimaryKey(schema: string, table: string, columns: readonly string[]): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD PRIMARY KEY (${columns.map((c) => id(c)).join(', ')})`;
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${id(`${table}_pkey`)} PRIMARY KEY (${columns.map((c) => id(c)).join(', ')})`;
 }
 
 /**
@@ -285,10 +282,6 @@ export function renameTable(schema: string, table: string, to: string): string {
 export function renameIndex(schema: string, index: string, to: string): string {
   return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${id(to)}`;
 }
-
-/** $1 the qualified table. The name of its primary key's index. */
-export const primaryKeyIndex = `SELECT c.relname::text AS name FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
-  WHERE x.indrelid = to_regclass($1) AND x.indisprimary`;
 
 /**
  * A staged page needs no fsync of its own: with asynchronous commit a server crash can lose the last pages'

@@ -10,7 +10,7 @@ import { canonicalFilters, type Filters } from '../extract/filters.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
-import { createPool } from '../load/database.js';
+import { createPool, deadlineHint } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
@@ -187,13 +187,10 @@ function connectionError(url: string, error: unknown): unknown {
     // An unparsable URL: the reason below says why.
   }
   const reason = error instanceof Error ? error.message : String(error);
-  const setting = /timeout/i.test(reason) ? ' (POST_REPORTS_CONNECT_TIMEOUT_MS)' : '';
   return new StoreError(
     'DB_ERROR',
-    `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${setting}`,
-    {
-      cause: error,
-    },
+    `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${deadlineHint(error)}`,
+    { cause: error },
   );
 }
 

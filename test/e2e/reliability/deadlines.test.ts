@@ -1,4 +1,3 @@
-import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import {
 import { type CliResult, runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { startSilentServer } from '../../helpers/silent-server.js';
 
 /*
  * Every wait has a deadline, and a deadline that fires ends the run (or the window) with a defined exit code and
@@ -210,11 +210,8 @@ describe('the database side', () => {
   });
 
   it('a database that never answers fails the run after POST_REPORTS_CONNECT_TIMEOUT_MS (exit 1)', async () => {
-    const sockets: Socket[] = [];
-    const silent = createServer((socket) => sockets.push(socket));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const address = silent.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    const silent = await startSilentServer();
+    const { port } = silent;
     try {
       const sim = await simulator({ seed: 47, postsPerDay: 5 });
       const result = await runCli(
@@ -225,10 +222,9 @@ describe('the database side', () => {
       );
       expect(runError(result, 1)).toEqual({
         code: 'DB_ERROR',
-        message: `cannot connect to PostgreSQL at 127.0.0.1:${port}/silent: Connection terminated due to connection timeout (POST_REPORTS_CONNECT_TIMEOUT_MS)`,
+        message: `cannot connect to PostgreSQL at 127.0.0.1:${port}/silent: Connection terminated due to connection timeout (no connection within POST_REPORTS_CONNECT_TIMEOUT_MS)`,
       });
     } finally {
-      for (const socket of sockets) socket.destroy();
       silent.close();
     }
   });

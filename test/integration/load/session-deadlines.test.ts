@@ -1,4 +1,3 @@
-import { createServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { type DbConfig, parseConfig, type RawSettings } from '../../../src/confi
 import { isAbortError } from '../../../src/errors.js';
 import { asStoreError, createPool, withTransaction } from '../../../src/load/database.js';
 import { createTestDatabase } from '../../helpers/database.js';
+import { startSilentServer } from '../../helpers/silent-server.js';
 import { captureLogger } from './load-fixtures.js';
 
 const db = await createTestDatabase();
@@ -40,6 +40,12 @@ async function holdLock(): Promise<() => Promise<void>> {
   };
 }
 
+/** statement_timeout, lock_timeout and idle_in_transaction_session_timeout of a session of the pool. */
+async function deadlines(p: pg.Pool): Promise<string[]> {
+  const names = ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'];
+  return Promise.all(names.map((name) => show(p, name)));
+}
+
 /** Resolves once a session of the pool under test waits for a lock. */
 async function lockWaitSeen(): Promise<void> {
   for (;;) {
@@ -69,9 +75,7 @@ afterAll(async () => {
 describe("the connector's sessions", () => {
   it('run with the default deadlines', async () => {
     const p = pool();
-    expect(await show(p, 'statement_timeout')).toBe('10min');
-    expect(await show(p, 'lock_timeout')).toBe('2min');
-    expect(await show(p, 'idle_in_transaction_session_timeout')).toBe('1min');
+    expect(await deadlines(p)).toEqual(['10min', '2min', '1min']);
     expect(await show(p, 'application_name')).toBe(APP);
   });
 
@@ -81,17 +85,13 @@ describe("the connector's sessions", () => {
       POST_REPORTS_LOCK_TIMEOUT_MS: '7000',
       POST_REPORTS_IDLE_IN_TRANSACTION_TIMEOUT_MS: '8000',
     });
-    expect(await show(p, 'statement_timeout')).toBe('45s');
-    expect(await show(p, 'lock_timeout')).toBe('7s');
-    expect(await show(p, 'idle_in_transaction_session_timeout')).toBe('8s');
+    expect(await deadlines(p)).toEqual(['45s', '7s', '8s']);
     const none = pool({
       POST_REPORTS_STATEMENT_TIMEOUT_MS: '0',
       POST_REPORTS_LOCK_TIMEOUT_MS: '0',
       POST_REPORTS_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0',
     });
-    expect(await show(none, 'statement_timeout')).toBe('0');
-    expect(await show(none, 'lock_timeout')).toBe('0');
-    expect(await show(none, 'idle_in_transaction_session_timeout')).toBe('0');
+    expect(await deadlines(none)).toEqual(['0', '0', '0']);
   });
 });
 
@@ -139,11 +139,8 @@ describe('a deadline that fires names its setting', () => {
   });
 
   it('the connect timeout: a server that never answers, and a pool with no free connection', async () => {
-    const sockets: Socket[] = [];
-    const silent = createServer((socket) => sockets.push(socket));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const address = silent.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    const silent = await startSilentServer();
+    const { port } = silent;
     try {
       const config = parseConfig(
         {
@@ -160,7 +157,6 @@ describe('a deadline that fires names its setting', () => {
         'connecting failed: Connection terminated due to connection timeout (no connection within POST_REPORTS_CONNECT_TIMEOUT_MS)',
       );
     } finally {
-      for (const socket of sockets) socket.destroy();
       silent.close();
     }
 

@@ -15,6 +15,28 @@ const dateArb = fc
   .integer({ min: toDayNumber('2015-01-01'), max: toDayNumber('2035-12-31') })
   .map(fromDayNumber);
 
+/** A range of dates and a window size. */
+const rangeArb = fc
+  .tuple(dateArb, fc.integer({ min: 0, max: 400 }), fc.integer({ min: 1, max: 60 }))
+  .map(([from, span, size]) => ({ from, to: addDays(from, span), size }));
+
+/** Windows loaded on one grid, and windows wanted on another grid that overlaps them or not. */
+const regridArb = fc
+  .tuple(
+    dateArb,
+    fc.integer({ min: 1, max: 20 }),
+    fc.integer({ min: 1, max: 20 }),
+    fc.integer({ min: -40, max: 40 }),
+    fc.integer({ min: 0, max: 60 }),
+  )
+  .map(([origin, oldSize, newSize, shift, span]) => {
+    const from = addDays(origin, 20 + shift);
+    return {
+      loaded: cutWindows(origin, addDays(origin, 60), oldSize),
+      wanted: cutWindows(from, addDays(from, span), newSize),
+    };
+  });
+
 function days(w: Window): string[] {
   const out: string[] = [];
   for (let d = w.start; d <= w.end; d = addDays(d, 1)) out.push(d);
@@ -36,18 +58,12 @@ describe('cutWindows', () => {
 
   it('covers every date of the range exactly once, in order, within the size (property)', () => {
     fc.assert(
-      fc.property(
-        dateArb,
-        fc.integer({ min: 0, max: 400 }),
-        fc.integer({ min: 1, max: 60 }),
-        (from, span, size) => {
-          const to = addDays(from, span);
-          const windows = cutWindows(from, to, size);
-          const covered = windows.flatMap(days);
-          expect(covered).toEqual(days({ start: from, end: to }));
-          for (const w of windows) expect(days(w).length).toBeLessThanOrEqual(size);
-        },
-      ),
+      fc.property(rangeArb, ({ from, to, size }) => {
+        const windows = cutWindows(from, to, size);
+        const covered = windows.flatMap(days);
+        expect(covered).toEqual(days({ start: from, end: to }));
+        for (const w of windows) expect(days(w).length).toBeLessThanOrEqual(size);
+      }),
     );
   });
 
@@ -100,28 +116,22 @@ describe('gridStart', () => {
 describe('cutWindows on the grid', () => {
   it('cuts only at grid boundaries: one window per cell the range touches, full inside (property)', () => {
     fc.assert(
-      fc.property(
-        dateArb,
-        fc.integer({ min: 0, max: 400 }),
-        fc.integer({ min: 1, max: 60 }),
-        (from, span, size) => {
-          const to = addDays(from, span);
-          const windows = cutWindows(from, to, size);
-          expect(windows[0]?.start).toBe(from);
-          expect(windows.at(-1)?.end).toBe(to);
-          const cells = new Set(days({ start: from, end: to }).map((d) => gridStart(d, size)));
-          expect(windows).toHaveLength(cells.size);
-          windows.forEach((w, i) => {
-            // Each window lies within one cell...
-            expect(gridStart(w.end, size)).toBe(gridStart(w.start, size));
-            // ...begins one unless it is the first, ends one unless it is the last...
-            if (i > 0) expect(gridStart(w.start, size)).toBe(w.start);
-            if (i < windows.length - 1) expect(gridStart(addDays(w.end, 1), size)).toBe(addDays(w.end, 1));
-            // ...and so is the whole cell when it is neither.
-            if (i > 0 && i < windows.length - 1) expect(days(w)).toHaveLength(size);
-          });
-        },
-      ),
+      fc.property(rangeArb, ({ from, to, size }) => {
+        const windows = cutWindows(from, to, size);
+        expect(windows[0]?.start).toBe(from);
+        expect(windows.at(-1)?.end).toBe(to);
+        const cells = new Set(days({ start: from, end: to }).map((d) => gridStart(d, size)));
+        expect(windows).toHaveLength(cells.size);
+        windows.forEach((w, i) => {
+          // Each window lies within one cell...
+          expect(gridStart(w.end, size)).toBe(gridStart(w.start, size));
+          // ...begins one unless it is the first, ends one unless it is the last...
+          if (i > 0) expect(gridStart(w.start, size)).toBe(w.start);
+          if (i < windows.length - 1) expect(gridStart(addDays(w.end, 1), size)).toBe(addDays(w.end, 1));
+          // ...and so is the whole cell when it is neither.
+          if (i > 0 && i < windows.length - 1) expect(days(w)).toHaveLength(size);
+        });
+      }),
     );
   });
 
@@ -182,30 +192,19 @@ describe('uncovered', () => {
 describe('planWindows', () => {
   it('skips exactly the wanted windows already loaded as they are, and plans every other one (property)', () => {
     fc.assert(
-      fc.property(
-        dateArb,
-        fc.integer({ min: 1, max: 20 }),
-        fc.integer({ min: 1, max: 20 }),
-        fc.integer({ min: -40, max: 40 }),
-        fc.integer({ min: 0, max: 60 }),
-        fc.boolean(),
-        (origin, oldSize, newSize, shift, span, reload) => {
-          const loaded = cutWindows(origin, addDays(origin, 60), oldSize);
-          const from = addDays(origin, 20 + shift);
-          const wanted = cutWindows(from, addDays(from, span), newSize);
-          const plan = planWindows(wanted, loaded, { reload });
-          const planned = plan.groups.flat();
-          const isLoaded = (w: Window) => loaded.some((l) => sameWindow(l, w));
-          expect(plan.skipped).toEqual(reload ? [] : wanted.filter(isLoaded));
-          for (const w of wanted) {
-            const inPlan = planned.some((p) => sameWindow(p, w));
-            expect(inPlan).toBe(reload || !isLoaded(w));
-          }
-          // A skipped window is never touched by the windows planned around it.
-          for (const s of plan.skipped) expect(planned.some((p) => overlaps(p, s))).toBe(false);
-          for (const group of plan.groups) expect(group.length).toBeGreaterThan(0);
-        },
-      ),
+      fc.property(regridArb, fc.boolean(), ({ loaded, wanted }, reload) => {
+        const plan = planWindows(wanted, loaded, { reload });
+        const planned = plan.groups.flat();
+        const isLoaded = (w: Window) => loaded.some((l) => sameWindow(l, w));
+        expect(plan.skipped).toEqual(reload ? [] : wanted.filter(isLoaded));
+        for (const w of wanted) {
+          const inPlan = planned.some((p) => sameWindow(p, w));
+          expect(inPlan).toBe(reload || !isLoaded(w));
+        }
+        // A skipped window is never touched by the windows planned around it.
+        for (const s of plan.skipped) expect(planned.some((p) => overlaps(p, s))).toBe(false);
+        for (const group of plan.groups) expect(group.length).toBeGreaterThan(0);
+      }),
       { numRuns: 200 },
     );
   });
@@ -230,30 +229,20 @@ describe('planWindows', () => {
 
   it('never leaves a date of a replaced window uncovered, nor covers one twice (property)', () => {
     fc.assert(
-      fc.property(
-        dateArb,
-        fc.integer({ min: 1, max: 20 }),
-        fc.integer({ min: 1, max: 20 }),
-        fc.integer({ min: -40, max: 40 }),
-        fc.integer({ min: 0, max: 60 }),
-        (origin, oldSize, newSize, shift, span) => {
-          const loaded = cutWindows(origin, addDays(origin, 60), oldSize);
-          const from = addDays(origin, 20 + shift);
-          const wanted = cutWindows(from, addDays(from, span), newSize);
-          const plan = planWindows(wanted, loaded, { reload: true });
-          const planned = plan.groups.flat();
-          // no date planned twice
-          const dates = planned.flatMap(days);
-          expect(new Set(dates).size).toBe(dates.length);
-          // every wanted date planned
-          for (const w of wanted) for (const d of days(w)) expect(dates).toContain(d);
-          // every old window touched is entirely covered by its own group
-          for (const old of loaded) {
-            const group = plan.groups.find((g) => g.some((w) => overlaps(w, old)));
-            if (group) expect(uncovered(old, group)).toEqual([]);
-          }
-        },
-      ),
+      fc.property(regridArb, ({ loaded, wanted }) => {
+        const plan = planWindows(wanted, loaded, { reload: true });
+        const planned = plan.groups.flat();
+        // no date planned twice
+        const dates = planned.flatMap(days);
+        expect(new Set(dates).size).toBe(dates.length);
+        // every wanted date planned
+        for (const w of wanted) for (const d of days(w)) expect(dates).toContain(d);
+        // every old window touched is entirely covered by its own group
+        for (const old of loaded) {
+          const group = plan.groups.find((g) => g.some((w) => overlaps(w, old)));
+          if (group) expect(uncovered(old, group)).toEqual([]);
+        }
+      }),
       { numRuns: 200 },
     );
   });
