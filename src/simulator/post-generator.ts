@@ -4,6 +4,9 @@ import type { PostFilter } from './post-filter.js';
 import { mixSeed, Random } from './random.js';
 import type { ReferenceValue, SimulatorPost } from './reference.js';
 
+/** Salts the random stream of a revised post's figures, apart from its original stream. */
+const REVISION_STREAM = 0x5e71;
+
 /** Indexes per day stay below this, so (day, index) maps to a unique post id. */
 export const MAX_POSTS_PER_DAY = 10_000_000;
 
@@ -207,15 +210,15 @@ export class PostGenerator {
     return this.#lastDate;
   }
 
-  /** The record's JSON text. */
-  render(day: number, index: number): string {
-    return this.#write(day, index, null);
+  /** The record's JSON text, with the figures of its day's `revision` (0: as first published). */
+  render(day: number, index: number, revision = 0): string {
+    return this.#write(day, index, null, revision);
   }
 
   /** The record as a reference post (text, fields and segments). */
-  reference(day: number, index: number): SimulatorPost {
+  reference(day: number, index: number, revision = 0): SimulatorPost {
     const fields: Record<string, ReferenceValue> = {};
-    const text = this.#write(day, index, fields);
+    const text = this.#write(day, index, fields, revision);
     const a = this.attributes(day, index);
     const segments = this.#organization.segmentDimensions.map((dimension, i) => ({
       name: dimension.name,
@@ -224,8 +227,13 @@ export class PostGenerator {
     return { id: this.postId(day, index), date: formatDay(day), text, fields, segments };
   }
 
-  #write(day: number, index: number, fields: Record<string, ReferenceValue> | null): string {
-    const random = this.#random(day, index);
+  #write(
+    day: number,
+    index: number,
+    fields: Record<string, ReferenceValue> | null,
+    revision: number,
+  ): string {
+    let random = this.#random(day, index);
     const a = this.#drawAttributes(random);
     const json = this.#json;
     const organization = this.#organization;
@@ -254,6 +262,8 @@ export class PostGenerator {
     if (a.adFormat >= 0)
       w.string('ad_format', organization.adFormats[a.adFormat] ?? '', json.adFormats[a.adFormat] ?? '""');
     w.boolean('branded', random.chance(0.7));
+    // A revision restates the figures (spend, metrics, their presence) and keeps the post's identity above.
+    if (revision > 0) random = new Random(mixSeed(this.#seed, day, index, REVISION_STREAM, revision));
     if (inFlight && random.chance(0.9)) {
       w.number('total_spend', `${random.int(50_000)}.${pad(random.int(100), 2)}`);
       w.plain('currency', CURRENCIES[market] ?? 'USD');

@@ -12,6 +12,8 @@ export interface Report {
   readonly failed: boolean;
   /** The snapshot taken at creation: later posts and removals do not change it. */
   readonly refs: PostRefs;
+  /** The revision of each revised day at creation (absent: 0): later revisions do not change it. */
+  readonly revisions: ReadonlyMap<number, number>;
 }
 
 interface PageToken {

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseDay } from './calendar.js';
+import { CreationOutage } from './creation-outage.js';
 import { DEFAULT_FAULTS, drawRequestFault, type Faults, mergeFaults } from './faults.js';
 import { BodyError, MAX_BODY_BYTES, readBody, send, sendError, sendJson } from './http-io.js';
 import {
@@ -25,6 +26,7 @@ import {
 } from './report-params.js';
 import { type Report, ReportStore } from './report-store.js';
 import { type RecordedRequest, RequestLog, type SimulatorStats } from './request-log.js';
+import { Revisions } from './revisions.js';
 
 export type { CorruptionKind, Faults } from './faults.js';
 export type { SegmentDimension } from './organization.js';
@@ -45,7 +47,11 @@ export interface SimulatorOptions {
   postsPerDay?: number;
   /** Default 0: how long a new report stays IN_PROGRESS, on the simulator clock. */
   generationDelayMs?: number;
-  /** Default 3 h: an identical creation call within this returns the same report id. */
+  /**
+   * Default 3 h: an identical creation call within this returns the same report id, on the simulator's clock,
+   * even after a revision (reviseFigures), as the real API does: late data is served by a report created after
+   * the reuse period.
+   */
   reportReuseMs?: number;
   /** Default 'platform_post_id' (the production API puts a brand name there). */
   postIdField?: string;
@@ -65,9 +71,18 @@ export interface RunningSimulator {
   addPosts(date: string, count: number): void;
   /** The last `count` posts of that date disappear. */
   removePosts(date: string, count: number): void;
+  /**
+   * Restates the figures of every post of that date (late data). A report created afterwards serves the new
+   * figures, one created before keeps the old ones; an identical creation call within the reuse period still
+   * returns the earlier report.
+   */
+  reviseFigures(date: string): void;
+  /** POST /reports/posts answers 503 for `durationMs` of the simulator's clock, or until endCreationOutage. */
+  startCreationOutage(durationMs?: number): void;
+  endCreationOutage(): void;
   /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
   advanceTime(ms: number): void;
-  /** Exactly the posts a report created now must contain, in served order. */
+  /** Exactly the posts a report created now must contain, in served order, with their current figures. */
   referencePosts(params: ReportParams): SimulatorPost[];
   /** The ids (exact digits) of referencePosts(params), without building records: cheap for 500,000 posts. */
   referenceIds(params: ReportParams): string[];
@@ -169,6 +184,8 @@ class Simulator {
   readonly #generator: PostGenerator;
   readonly #catalog: PostCatalog;
   readonly #reports: ReportStore;
+  readonly #revisions = new Revisions();
+  readonly #outage = new CreationOutage();
   readonly #log = new RequestLog();
   readonly #faultRandom: Random;
   readonly #token: Buffer;
@@ -217,6 +234,18 @@ class Simulator {
     this.#catalog.remove(day(date), count(n));
   }
 
+  reviseFigures(date: string): void {
+    this.#revisions.revise(day(date));
+  }
+
+  startCreationOutage(durationMs?: number): void {
+    this.#outage.start(this.now(), durationMs);
+  }
+
+  endCreationOutage(): void {
+    this.#outage.stop();
+  }
+
   #select(params: ReportParams): PostRefs {
     const valid = validateReportParams(params, this.#organization);
     return this.#catalog.select(
@@ -239,7 +268,8 @@ class Simulator {
     const refs = this.#select(params);
     const posts: SimulatorPost[] = [];
     for (let i = 0; i < refs.length; i++) {
-      posts.push(this.#generator.reference(refs.days[i] ?? 0, refs.indexes[i] ?? 0));
+      const postDay = refs.days[i] ?? 0;
+      posts.push(this.#generator.reference(postDay, refs.indexes[i] ?? 0, this.#revisions.of(postDay)));
     }
     return posts;
   }
@@ -359,6 +389,11 @@ class Simulator {
   }
 
   async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.#outage.active(this.now())) {
+      this.#log.fault('creation-outage');
+      sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
+      return;
+    }
     const contentType = request.headers['content-type'];
     if (!isJsonContentType(contentType)) {
       sendError(
@@ -425,6 +460,7 @@ class Simulator {
           compileFilter(valid.params, this.#organization),
           this.#generator,
         ),
+        revisions: this.#revisions.snapshot(valid.startDay, valid.endDay),
       });
       this.#log.reportCreated(valid.params.start_date);
       if (failed) this.#log.fault('fail-report');
@@ -483,8 +519,10 @@ class Simulator {
     const refs = report.refs;
     const end = Math.min(offset + PAGE_SIZE, refs.length);
     const records: string[] = [];
-    for (let i = offset; i < end; i++)
-      records.push(this.#generator.render(refs.days[i] ?? 0, refs.indexes[i] ?? 0));
+    for (let i = offset; i < end; i++) {
+      const postDay = refs.days[i] ?? 0;
+      records.push(this.#generator.render(postDay, refs.indexes[i] ?? 0, report.revisions.get(postDay) ?? 0));
+    }
     const nextPage = end < refs.length ? this.#reports.issueToken(report, end, now) : null;
     const page = { id: report.id, records, nextPage };
     const corruption = this.#faults.corruptPages;
@@ -559,6 +597,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     setFaults: (faults) => simulator.setFaults(faults),
     addPosts: (date, n) => simulator.addPosts(date, n),
     removePosts: (date, n) => simulator.removePosts(date, n),
+    reviseFigures: (date) => simulator.reviseFigures(date),
+    startCreationOutage: (durationMs) => simulator.startCreationOutage(durationMs),
+    endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),
     referencePosts: (params) => simulator.referencePosts(params),
     referenceIds: (params) => simulator.referenceIds(params),

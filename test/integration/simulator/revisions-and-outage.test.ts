@@ -1,0 +1,88 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { type ReportParams, startSimulator } from '../../../src/simulator/server.js';
+import { createReport, headers, readAllPages } from './sim-client.js';
+
+const HOURS_4 = 4 * 3_600_000;
+const simulator = await startSimulator({ seed: 8, postsPerDay: 30 });
+afterAll(() => simulator.close());
+
+/** A report's records as exact JSON texts, in served order. */
+async function served(params: ReportParams): Promise<{ id: string; records: string[] }> {
+  const { id } = await createReport(simulator, params);
+  const records = (await readAllPages(simulator, id)).flatMap((text) => {
+    const body = JSON.parse(text) as { data: unknown[] };
+    return body.data.map((record) => JSON.stringify(record));
+  });
+  return { id, records };
+}
+
+const texts = (params: ReportParams) =>
+  simulator.referencePosts(params).map((post) => JSON.stringify(JSON.parse(post.text)));
+
+describe('figure revisions (late data)', () => {
+  it('serves the new figures in reports created after a revision; older reports and other days keep theirs', async () => {
+    const week: ReportParams = { start_date: '2026-05-04', end_date: '2026-05-10' };
+    const before = await served(week);
+    expect(before.records).toEqual(texts(week));
+
+    simulator.reviseFigures('2026-05-06');
+    const after = texts(week);
+    const changed = after.filter((text, i) => text !== before.records[i]);
+    expect(changed.length).toBeGreaterThan(0);
+    // Only the revised day changed, and every post is still there, with its identity.
+    expect(changed.every((text) => text.includes('"date_captured":"2026-05-06"'))).toBe(true);
+    const ids = (records: string[]) => records.map((text) => /"platform_post_id":(\d+)/.exec(text)?.[1]);
+    expect(ids(after)).toEqual(ids(before.records));
+
+    // Within the reuse period the API returns the earlier report, old figures included.
+    const reused = await served(week);
+    expect(reused.id).toBe(before.id);
+    expect(reused.records).toEqual(before.records);
+
+    simulator.advanceTime(HOURS_4);
+    const fresh = await served(week);
+    expect(fresh.id).not.toBe(before.id);
+    expect(fresh.records).toEqual(after);
+    // The earlier report still serves what it served.
+    const again = (await readAllPages(simulator, before.id)).flatMap((text) =>
+      (JSON.parse(text) as { data: unknown[] }).data.map((record) => JSON.stringify(record)),
+    );
+    expect(again).toEqual(before.records);
+
+    simulator.reviseFigures('2026-05-06');
+    expect(texts(week)).not.toEqual(after);
+  });
+});
+
+describe('an outage of report creation', () => {
+  const params: ReportParams = { start_date: '2026-07-01', end_date: '2026-07-02' };
+  const create = () =>
+    fetch(`${simulator.baseUrl}/reports/posts`, {
+      method: 'POST',
+      headers: headers(simulator),
+      body: JSON.stringify(params),
+    });
+
+  it('answers 503 on creation until switched off, while existing reports keep serving', async () => {
+    const existing = await createReport(simulator, params);
+    simulator.startCreationOutage();
+    const refused = await create();
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ error: { code: 'service_unavailable' } });
+    expect(await readAllPages(simulator, existing.id)).toHaveLength(1);
+    simulator.advanceTime(HOURS_4);
+    expect((await create()).status).toBe(503);
+    simulator.endCreationOutage();
+    expect((await create()).status).toBe(200);
+    expect(simulator.stats().faults['creation-outage']).toBe(2);
+  });
+
+  it('ends by itself after its period on the simulator clock', async () => {
+    simulator.startCreationOutage(60_000);
+    expect((await create()).status).toBe(503);
+    simulator.advanceTime(59_000);
+    expect((await create()).status).toBe(503);
+    simulator.advanceTime(1_000);
+    expect((await create()).status).toBe(200);
+  });
+});
