@@ -68,6 +68,11 @@ export interface PreparedPage {
   readonly nulReplaced: number;
 }
 
+export interface CommitOptions {
+  /** The run's today (YYYY-MM-DD, UTC; default: the current date): a window reaching it is recorded as open. */
+  today?: string;
+}
+
 export interface OpenWindowOptions {
   /** Filters recorded on a new report_windows row (default: the target's filters in sync_state). */
   filters?: unknown;
@@ -98,7 +103,7 @@ export class Loader {
    * Prepares (or resumes) the stage of a window for this report. Returns what is already staged for that SAME
    * report (so a restart can continue from nextPage without downloading staged pages again); a different report
    * id discards the old stage. Creates the report_windows row (status 'staging') if absent, else records the
-   * report id on it.
+   * report id on it as its attempt's (the loaded report stays until the commit replaces it).
    */
   async openWindow(
     window: WindowKey,
@@ -288,13 +293,17 @@ export class Loader {
   /**
    * Atomically replaces, in one transaction, everything loaded before for the dates these windows cover with
    * what is staged for them: drops the partitions of the old windows and attaches each stage as its window's
-   * partition; marks their report_windows rows 'loaded' with row_count and finished_at and deletes the
-   * report_windows rows of the old windows they replaced. Each window must be completely staged (its last staged
-   * page had no next page; an empty report is one empty page). Throws StoreError('SCHEMA_MISMATCH') if an old
+   * partition; marks their report_windows rows 'loaded' with row_count, loaded_through (see CommitOptions) and
+   * finished_at and deletes the report_windows rows of the old windows they replaced. Each window must be
+   * completely staged (its last staged page had no next page; an empty report is one empty page). Throws StoreError('SCHEMA_MISMATCH') if an old
    * loaded window overlapping them is not entirely covered by the union of `windows`, or if the windows overlap
    * each other: a date is never counted twice, and never lost.
    */
-  async commitWindows(windows: readonly WindowKey[], signal?: AbortSignal): Promise<{ rows: number }> {
+  async commitWindows(
+    windows: readonly WindowKey[],
+    signal?: AbortSignal,
+    options: CommitOptions = {},
+  ): Promise<{ rows: number }> {
     if (windows.length === 0) return { rows: 0 };
     for (const window of windows) checkWindow(window);
     const sorted = [...windows].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
@@ -370,6 +379,7 @@ export class Loader {
             row.report_id,
             row.pages_staged,
             counts[i]!,
+            options.today ?? null,
           ]);
         }
         const isNew = new Set(sorted.map((w) => `${w.start}/${w.end}`));

@@ -167,14 +167,17 @@ export function deleteProgress(schema: string): string {
 
 // ---- report_windows ----------------------------------------------------------------------------------------
 
-/** $1 start, $2 end, $3 report id, $4 filters (jsonb or null: then the target's filters from sync_state). */
+/**
+ * $1 start, $2 end, $3 report id of the attempt, $4 filters (jsonb or null: then the target's filters from
+ * sync_state).
+ */
 export function openReportWindow(schema: string): string {
   return `INSERT INTO ${qualified(schema, 'report_windows')}
-            (window_start, window_end, filters, report_id, status, started_at)
+            (window_start, window_end, filters, attempt_report_id, status, started_at)
           VALUES ($1, $2, COALESCE($4::jsonb, (SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
                   $3, 'staging', now())
           ON CONFLICT (window_start, window_end) DO UPDATE
-            SET report_id = EXCLUDED.report_id, updated_at = now()`;
+            SET attempt_report_id = EXCLUDED.attempt_report_id, updated_at = now()`;
 }
 
 /** $1 start, $2 end, $3 pages staged. */
@@ -183,15 +186,22 @@ export function reportWindowPages(schema: string): string {
            WHERE window_start = $1 AND window_end = $2`;
 }
 
-/** $1 start, $2 end, $3 report id, $4 pages staged, $5 row count. */
+/**
+ * $1 start, $2 end, $3 report id, $4 pages staged, $5 row count, $6 today (null: the current UTC date). The
+ * attempt is over; the rows are final up to the window's end, or up to the day before today for a window that
+ * reaches today (an open window).
+ */
 export function markLoaded(schema: string): string {
   return `INSERT INTO ${qualified(schema, 'report_windows')}
-            (window_start, window_end, filters, report_id, status, pages_staged, row_count, finished_at)
+            (window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through,
+             finished_at)
           VALUES ($1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
-                  $3, 'loaded', $4, $5, now())
+                  $3, 'loaded', $4, $5,
+                  LEAST($2::date, COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1), now())
           ON CONFLICT (window_start, window_end) DO UPDATE
-            SET status = 'loaded', report_id = EXCLUDED.report_id, pages_staged = EXCLUDED.pages_staged,
-                row_count = EXCLUDED.row_count, finished_at = now(), updated_at = now()`;
+            SET status = 'loaded', report_id = EXCLUDED.report_id, attempt_report_id = NULL,
+                pages_staged = EXCLUDED.pages_staged, row_count = EXCLUDED.row_count,
+                loaded_through = EXCLUDED.loaded_through, finished_at = now(), updated_at = now()`;
 }
 
 /** $1 starts, $2 ends (date arrays). */

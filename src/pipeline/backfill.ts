@@ -1,5 +1,6 @@
 import { parseDate } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { todayUtc } from './dates.js';
 import { executeRun, type RunContext } from './run.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows } from './windows.js';
@@ -11,13 +12,16 @@ export interface BackfillOptions extends RunContext {
   readonly to: string;
   /** Reload windows already loaded. */
   readonly reload?: boolean;
-  /** Clear the schema if it was loaded with other filters. */
+  /** Start over: clear the schema's data and state (loaded windows, cursor), then load the range. */
   readonly reset?: boolean;
+  /** The run's today (UTC; default: the current date): a window reaching it is loaded open. */
+  readonly today?: string;
 }
 
 /**
- * Loads every window of `[from, to]`. Windows already loaded are skipped unless `reload`; the incremental cursor
- * is never moved. Resolves with the run summary (check `status`); rejects only when the run could not start
+ * Loads every window of `[from, to]`. Windows already loaded are skipped unless `reload`, or unless they were
+ * loaded open (they reached the day they were loaded: the next run completes them); the incremental cursor is
+ * never moved. Resolves with the run summary (check `status`); rejects only when the run could not start
  * (bad configuration or filters, a held lock, an unreachable database or API).
  */
 export async function backfill(options: BackfillOptions): Promise<RunSummary> {
@@ -26,9 +30,14 @@ export async function backfill(options: BackfillOptions): Promise<RunSummary> {
   if (from > to) throw new ConfigError('CONFIG_INVALID', `--from ${from} is after --to ${to}`);
   return executeRun(options, {
     command: 'backfill',
-    resolve: () => ({ from, to, windows: cutWindows(from, to, options.config.run.windowDays) }),
-    reload: options.reload ?? false,
+    resolve: () => ({
+      from,
+      to,
+      windows: cutWindows(from, to, options.config.run.windowDays),
+      reload: options.reload ?? false,
+    }),
     reset: options.reset ?? false,
     moveCursor: false,
+    today: options.today ?? todayUtc(),
   });
 }

@@ -41,6 +41,8 @@ export interface RunSummary {
   readonly durationMs: number;
   readonly cursor: string | null;
   readonly failures: readonly WindowFailure[];
+  /** What --reset removed before loading: the windows that were loaded and their posts. */
+  readonly reset?: { readonly windows: number; readonly posts: number };
   readonly error?: { readonly code: string; readonly message: string };
 }
 

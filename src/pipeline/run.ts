@@ -10,7 +10,7 @@ import { canonicalFilters, type Filters } from '../extract/filters.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
-import { createPool, deadlineHint } from '../load/database.js';
+import { createPool, deadlineHint, withTransaction } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
@@ -24,12 +24,14 @@ import {
   type WindowFailure,
 } from './run-summary.js';
 import {
-  clearTarget,
   endAttempt,
+  firstLoadedDate,
   loadedWindows,
+  type ResetCounts,
   readTarget,
   readWindow,
   recordReport,
+  resetTarget,
   setCursor,
   startAttempt,
   type TargetState,
@@ -50,18 +52,34 @@ export interface RunRange {
   readonly from: string;
   readonly to: string;
   readonly windows: readonly Window[];
+  /** Load every window of the range, loaded or not (backfill --reload). */
+  readonly reload: boolean;
+  /** Load the windows ending on or after this date even when loaded (the sync's lookback). */
+  readonly reloadFrom?: string;
+  /** Why the range is not what the user may expect, logged as a warning. */
+  readonly notice?: string;
 }
+
+/** What earlier runs left, for deciding the dates to load. */
+export interface LoadedHistory {
+  /** The sync cursor (null before the first sync). */
+  readonly cursor: string | null;
+  /** The first date of the first loaded window (null when nothing is loaded). */
+  readonly firstLoaded: string | null;
+}
+
+const NOTHING_LOADED: LoadedHistory = { cursor: null, firstLoaded: null };
 
 export interface RunRequest {
   readonly command: 'backfill' | 'sync';
-  /** Decides the dates to load, given the stored cursor (null before the first sync); may refuse the run. */
-  readonly resolve: (cursor: string | null) => RunRange;
-  /** Reload windows already loaded (sync reloads its lookback). */
-  readonly reload: boolean;
-  /** Clear the schema when its recorded filters differ from this run's. */
+  /** Decides the dates to load, given what is loaded (nothing, for a reset); may refuse the run. */
+  readonly resolve: (history: LoadedHistory) => RunRange;
+  /** Start over: clear the schema's data and state, then load what a first run would. */
   readonly reset: boolean;
   /** Move the incremental cursor on success (sync only). */
   readonly moveCursor: boolean;
+  /** The run's today (UTC): a window reaching it is loaded open, and loaded again by the next run covering it. */
+  readonly today: string;
 }
 
 interface Counters {
@@ -70,6 +88,21 @@ interface Counters {
   pages: number;
   reportsCreated: number;
   loaded: number;
+  retries: number;
+}
+
+/** A run ready to load: its range, its plan and the state it starts from. */
+interface PreparedRun {
+  readonly range: RunRange;
+  readonly groups: readonly WindowGroup[];
+  readonly skipped: number;
+  readonly cursor: string | null;
+  readonly reset?: ResetCounts;
+}
+
+interface LoadOutcome {
+  readonly failures: WindowFailure[];
+  readonly interrupted: number;
 }
 
 /**
@@ -79,16 +112,12 @@ interface Counters {
 export async function executeRun(context: RunContext, request: RunRequest): Promise<RunSummary> {
   const { config, signal } = context;
   const started = Date.now();
-  const runId = randomUUID();
-  const logger = context.logger.child({ runId, command: request.command });
+  const logger = context.logger.child({ runId: randomUUID(), command: request.command });
   const filters = canonicalFilters(config.run.filters);
-  const counters: Counters = { posts: 0, pages: 0, reportsCreated: 0, loaded: 0 };
-  const failures: WindowFailure[] = [];
-  let interruptedWindows = 0;
-  let retries = 0;
+  const counters: Counters = { posts: 0, pages: 0, reportsCreated: 0, loaded: 0, retries: 0 };
   const api = new ApiClient(config.api, logger, {
     onRetry: () => {
-      retries += 1;
+      counters.retries += 1;
     },
   });
   logger.info('run started');
@@ -106,65 +135,18 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       },
     );
     try {
-      // The range is decided before anything is written, so that a refused run leaves the database as it was.
-      const stored = await peekTarget(pool, config.db.schema);
-      const range = request.resolve(stored?.cursorDate ?? null);
+      const run = await prepareRun(pool, context, request, filters, logger);
       const target = { schema: config.db.schema, postIdField: config.api.postIdField };
-      checkTarget(stored, config, filters, request.reset);
-      await migrate(pool, target, logger, signal);
-      const cursor = await ensureTarget(pool, config, filters, request.reset, logger);
-      const loaded = await loadedWindows(pool, config.db.schema);
-      const plan = planWindows(range.windows, loaded, { reload: request.reload });
-      logger.info({ from: range.from, to: range.to }, 'range resolved');
-      const planned = plan.groups.reduce((n, g) => n + g.length, 0);
-      context.onProgress?.({ type: 'planned', windows: planned, skipped: plan.skipped.length });
-      logger.info({ planned, skipped: plan.skipped.length, groups: plan.groups.length }, 'windows planned');
-
       const loader = new Loader(pool, target, logger);
-      const limit = pLimit(config.run.concurrency);
       const runWindow = new RunWindow(context, api, loader, pool, filters, counters, logger);
-      await Promise.all(
-        plan.groups.map(async (group) => {
-          const outcome = await runGroup(runWindow, limit, group, loader, signal);
-          for (const f of outcome.failures) failures.push(f);
-          interruptedWindows += outcome.interrupted;
-        }),
+      const outcome = await loadGroups(runWindow, run.groups, (group) =>
+        loader.commitWindows(group, signal, { today: request.today }),
       );
-
-      let newCursor: string | null = cursor;
-      if (request.moveCursor && !signal?.aborted) {
-        // The cursor never passes a date that did not load: it stops before the first failed window.
-        const firstFailure = failures.map((f) => f.start).sort()[0];
-        const reached = firstFailure === undefined ? range.to : dayBefore(firstFailure);
-        if (reached >= range.from || cursor !== null) {
-          await setCursor(pool, config.db.schema, reached);
-          newCursor = (await readTarget(pool, config.db.schema))?.cursorDate ?? null;
-        }
-      }
-      const interrupted = signal?.aborted === true;
-      const status: RunStatus = interrupted ? 'interrupted' : failures.length > 0 ? 'partial' : 'succeeded';
-      const exitCode = interrupted ? EXIT.interrupted : failures.length > 0 ? EXIT.partial : EXIT.ok;
-      const summary: RunSummary = {
-        command: request.command,
-        status,
-        exitCode,
-        from: range.from,
-        to: range.to,
-        windows: {
-          planned,
-          loaded: counters.loaded,
-          skipped: plan.skipped.length,
-          failed: failures.length,
-          interrupted: interruptedWindows,
-        },
-        posts: counters.posts,
-        pages: counters.pages,
-        retries,
-        reportsCreated: counters.reportsCreated,
-        durationMs: Date.now() - started,
-        cursor: newCursor,
-        failures,
-      };
+      const cursor =
+        request.moveCursor && !signal?.aborted
+          ? await advanceCursor(pool, config.db.schema, run, outcome.failures)
+          : run.cursor;
+      const summary = summarize(request, run, outcome, counters, cursor, started, signal);
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
@@ -173,6 +155,132 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * Decides the range and the windows to load. The range is decided before anything is written, so that a refused
+ * run leaves the database as it was; a reset then clears the schema in one transaction.
+ */
+async function prepareRun(
+  pool: pg.Pool,
+  context: RunContext,
+  request: RunRequest,
+  filters: Filters,
+  logger: Logger,
+): Promise<PreparedRun> {
+  const { config, signal } = context;
+  const schema = config.db.schema;
+  const stored = await peekTarget(pool, schema);
+  const range = request.resolve(request.reset || stored === null ? NOTHING_LOADED : stored.history);
+  checkTarget(stored?.target ?? null, config, filters, request.reset);
+  await migrate(pool, { schema, postIdField: config.api.postIdField }, logger, signal);
+  let reset: ResetCounts | undefined;
+  let cursor: string | null = null;
+  if (request.reset) {
+    reset = await withTransaction(pool, signal, (client) =>
+      resetTarget(client, schema, config.api.postIdField, filters),
+    );
+    logger.warn({ reset }, 'starting over (--reset): the schema was cleared');
+  } else if (stored === null) {
+    await writeTarget(pool, schema, config.api.postIdField, filters);
+  } else {
+    cursor = stored.target.cursorDate;
+  }
+  if (range.notice !== undefined) logger.warn(range.notice);
+  const loaded = await loadedWindows(pool, schema);
+  const plan = planWindows(range.windows, loaded, {
+    reload: range.reload,
+    ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
+  });
+  logger.info({ from: range.from, to: range.to }, 'range resolved');
+  const planned = plan.groups.reduce((n, g) => n + g.length, 0);
+  context.onProgress?.({ type: 'planned', windows: planned, skipped: plan.skipped.length });
+  logger.info({ planned, skipped: plan.skipped.length, groups: plan.groups.length }, 'windows planned');
+  return {
+    range,
+    groups: plan.groups,
+    skipped: plan.skipped.length,
+    cursor,
+    ...(reset === undefined ? {} : { reset }),
+  };
+}
+
+async function loadGroups(
+  runWindow: RunWindow,
+  groups: readonly WindowGroup[],
+  commit: (group: WindowGroup) => Promise<{ rows: number }>,
+): Promise<LoadOutcome> {
+  const limit = pLimit(runWindow.concurrency);
+  const failures: WindowFailure[] = [];
+  let interrupted = 0;
+  await Promise.all(
+    groups.map(async (group) => {
+      const outcome = await runGroup(runWindow, limit, group, commit);
+      failures.push(...outcome.failures);
+      interrupted += outcome.interrupted;
+    }),
+  );
+  return { failures, interrupted };
+}
+
+/**
+ * The cursor never passes a date that did not load: it stops the day before the first failed window, even when
+ * that is before where it was (a reload that failed), so that the next sync tries those dates again.
+ */
+async function advanceCursor(
+  pool: pg.Pool,
+  schema: string,
+  run: PreparedRun,
+  failures: readonly WindowFailure[],
+): Promise<string | null> {
+  const { range, cursor } = run;
+  const firstFailure = failures.map((f) => f.start).sort()[0];
+  const reached =
+    firstFailure !== undefined
+      ? dayBefore(firstFailure)
+      : cursor !== null && cursor > range.to
+        ? cursor
+        : range.to;
+  if (cursor === null && reached < range.from) return null;
+  await setCursor(pool, schema, reached);
+  return reached;
+}
+
+function summarize(
+  request: RunRequest,
+  run: PreparedRun,
+  outcome: LoadOutcome,
+  counters: Counters,
+  cursor: string | null,
+  started: number,
+  signal: AbortSignal | undefined,
+): RunSummary {
+  const { failures } = outcome;
+  const interrupted = signal?.aborted === true;
+  const status: RunStatus = interrupted ? 'interrupted' : failures.length > 0 ? 'partial' : 'succeeded';
+  const exitCode = interrupted ? EXIT.interrupted : failures.length > 0 ? EXIT.partial : EXIT.ok;
+  return {
+    command: request.command,
+    status,
+    exitCode,
+    from: run.range.from,
+    to: run.range.to,
+    windows: {
+      planned: run.groups.reduce((n, g) => n + g.length, 0),
+      loaded: counters.loaded,
+      skipped: run.skipped,
+      failed: failures.length,
+      interrupted: outcome.interrupted,
+    },
+    posts: counters.posts,
+    pages: counters.pages,
+    retries: counters.retries,
+    reportsCreated: counters.reportsCreated,
+    durationMs: Date.now() - started,
+    cursor,
+    failures,
+    ...(run.reset === undefined ? {} : { reset: run.reset }),
+  };
 }
 
 /** A connection failure, named by host, port and database: never the user or password. */
@@ -198,10 +306,16 @@ function dayBefore(date: string): string {
   return new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 }
 
-/** The stored target, or null when the schema has not been set up yet. */
-async function peekTarget(pool: pg.Pool, schema: string): Promise<TargetState | null> {
+/** The stored target and history, or null when the schema has not been set up yet. */
+async function peekTarget(
+  pool: pg.Pool,
+  schema: string,
+): Promise<{ target: TargetState; history: LoadedHistory } | null> {
   try {
-    return await readTarget(pool, schema);
+    const target = await readTarget(pool, schema);
+    if (target === null) return null;
+    const firstLoaded = await firstLoadedDate(pool, schema);
+    return { target, history: { cursor: target.cursorDate, firstLoaded } };
   } catch (error) {
     if (sqlState(error) === UNDEFINED_TABLE) return null;
     throw error;
@@ -228,34 +342,13 @@ function checkTarget(stored: TargetState | null, config: Config, filters: Filter
   }
 }
 
-async function ensureTarget(
-  pool: pg.Pool,
-  config: Config,
-  filters: Filters,
-  reset: boolean,
-  logger: Logger,
-): Promise<string | null> {
-  const schema = config.db.schema;
-  const stored = await readTarget(pool, schema);
-  if (stored === null) {
-    await writeTarget(pool, schema, config.api.postIdField, filters);
-    return null;
-  }
-  if (JSON.stringify(canonicalFilters(stored.filters)) === JSON.stringify(filters) || !reset)
-    return stored.cursorDate;
-  logger.warn({ before: stored.filters, after: filters }, 'filters changed: clearing the schema (--reset)');
-  await clearTarget(pool, schema);
-  await writeTarget(pool, schema, config.api.postIdField, filters);
-  return null;
-}
-
 async function runGroup(
   runWindow: RunWindow,
   limit: ReturnType<typeof pLimit>,
   group: WindowGroup,
-  loader: Loader,
-  signal: AbortSignal | undefined,
-): Promise<{ failures: WindowFailure[]; interrupted: number }> {
+  commit: (group: WindowGroup) => Promise<{ rows: number }>,
+): Promise<LoadOutcome> {
+  const signal = runWindow.signal;
   const results = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
   const failures: WindowFailure[] = [];
   let interrupted = 0;
@@ -283,7 +376,7 @@ async function runGroup(
   }
   try {
     const started = Date.now();
-    const { rows } = await loader.commitWindows(group, signal);
+    const { rows } = await commit(group);
     runWindow.committed(group, rows, Date.now() - started);
   } catch (error) {
     if (signal?.aborted) return { failures, interrupted: group.length };
@@ -294,6 +387,12 @@ async function runGroup(
     }
   }
   return { failures, interrupted };
+}
+
+/** What an attempt staged. */
+interface Staged {
+  readonly posts: number;
+  readonly pages: number;
 }
 
 /** One window's extraction and staging, with its attempts. */
@@ -310,6 +409,14 @@ class RunWindow {
 
   private get schema(): string {
     return this.context.config.db.schema;
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.context.signal;
+  }
+
+  get concurrency(): number {
+    return this.context.config.run.concurrency;
   }
 
   failure(window: Window, error: unknown): WindowFailure {
@@ -381,49 +488,26 @@ class RunWindow {
     }
   }
 
-  private async attempt(window: Window, log: Logger): Promise<{ posts: number; pages: number }> {
+  private async attempt(window: Window, log: Logger): Promise<Staged> {
     const { config, signal: runSignal } = this.context;
     const previous = await readWindow(this.pool, this.schema, window);
     await startAttempt(this.pool, this.schema, window, this.filters);
     const watchdog = new Watchdog(config.run.stallTimeoutMs, runSignal);
-    const signal = watchdog.signal;
     try {
-      // A report created by an earlier attempt or run is polled again rather than created twice.
-      const earlier = previous && previous.status !== 'loaded' ? previous.reportId : null;
-      if (earlier !== null) {
-        const progress = await this.loader.openWindow(window, earlier, signal);
-        if (progress.pagesStaged > 0) {
-          log.info({ reportId: earlier, pagesStaged: progress.pagesStaged }, 'resuming a staged window');
-          if (progress.nextPage === null) return { posts: progress.rowsStaged, pages: progress.pagesStaged };
-          const rest = readPages(this.api, earlier, {
-            startToken: progress.nextPage,
-            startIndex: progress.pagesStaged,
-            signal,
-          });
-          return await this.stagePages(window, earlier, rest, watchdog, log);
-        }
-        try {
-          const first = await this.waitFor(earlier, watchdog);
-          return await this.stagePages(
-            window,
-            earlier,
-            readPages(this.api, earlier, { first, signal }),
-            watchdog,
-            log,
-          );
-        } catch (error) {
-          if (!(error instanceof ApiError && error.code === 'REPORT_GONE')) throw error;
-          log.info({ reportId: earlier }, 'the earlier report is gone; creating another');
-        }
-      }
+      // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume.
+      // A new load or reload always asks the API for a report: an earlier one may hold figures since restated.
+      const inProgress = previous?.attemptReportId ?? null;
+      const resumed = inProgress === null ? null : await this.resume(window, inProgress, watchdog, log);
+      if (resumed !== null) return resumed;
       watchdog.waitingFor('the report to be created');
-      const { id } = await createReport(this.api, window, this.filters, signal);
+      const { id } = await createReport(this.api, window, this.filters, watchdog.signal);
       this.counters.reportsCreated += 1;
       await recordReport(this.pool, this.schema, window, id);
       log.info({ reportId: id }, 'report created');
       const first = await this.waitFor(id, watchdog);
-      await this.loader.openWindow(window, id, signal);
-      return await this.stagePages(window, id, readPages(this.api, id, { first, signal }), watchdog, log);
+      await this.loader.openWindow(window, id, watchdog.signal);
+      const pages = readPages(this.api, id, { first, signal: watchdog.signal });
+      return await this.stagePages(window, id, pages, watchdog, log);
     } catch (error) {
       if (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) {
         // A report that is gone or failed is never polled again: the next attempt creates a new one.
@@ -432,6 +516,36 @@ class RunWindow {
       throw watchdog.reason(error);
     } finally {
       watchdog.stop();
+    }
+  }
+
+  /** Continues the attempt in progress with its report; null when that report is gone (create another). */
+  private async resume(
+    window: Window,
+    reportId: string,
+    watchdog: Watchdog,
+    log: Logger,
+  ): Promise<Staged | null> {
+    const signal = watchdog.signal;
+    const progress = await this.loader.openWindow(window, reportId, signal);
+    if (progress.pagesStaged > 0) {
+      log.info({ reportId, pagesStaged: progress.pagesStaged }, 'resuming a staged window');
+      if (progress.nextPage === null) return { posts: progress.rowsStaged, pages: progress.pagesStaged };
+      const rest = readPages(this.api, reportId, {
+        startToken: progress.nextPage,
+        startIndex: progress.pagesStaged,
+        signal,
+      });
+      return await this.stagePages(window, reportId, rest, watchdog, log);
+    }
+    try {
+      const first = await this.waitFor(reportId, watchdog);
+      const pages = readPages(this.api, reportId, { first, signal });
+      return await this.stagePages(window, reportId, pages, watchdog, log);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.code === 'REPORT_GONE')) throw error;
+      log.info({ reportId }, 'the earlier report is gone; creating another');
+      return null;
     }
   }
 
@@ -449,7 +563,7 @@ class RunWindow {
     pages: AsyncGenerator<ReportPage>,
     watchdog: Watchdog,
     log: Logger,
-  ): Promise<{ posts: number; pages: number }> {
+  ): Promise<Staged> {
     const postIdField = this.context.config.api.postIdField;
     let posts = 0;
     let count = 0;

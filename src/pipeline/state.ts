@@ -1,11 +1,13 @@
 import pg from 'pg';
 import type { Filters } from '../extract/filters.js';
-import type { Window } from './windows.js';
+import type { LoadedWindow, Window } from './windows.js';
 
 /**
- * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), and per window its report,
- * attempts and outcome (report_windows). A window's data is loaded when its row has a row_count: `status` tells
- * how the latest attempt went, so a failed reload still counts as loaded with its previous contents.
+ * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), and per window its reports,
+ * attempts and outcome (report_windows). A window's data is loaded when its row has a row_count, from the report
+ * `report_id`, final up to `loaded_through`; `status` tells how the latest attempt went, so a failed reload still
+ * counts as loaded with its previous contents and load time. `attempt_report_id` is the report of the attempt in
+ * progress, the only one a run resumes: a finished attempt, loaded or failed, has none.
  */
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -17,7 +19,12 @@ export interface TargetState {
 }
 
 export interface WindowState extends Window {
+  /** The report whose rows are loaded. */
   readonly reportId: string | null;
+  /** The report of the attempt in progress (interrupted, killed, or being retried). */
+  readonly attemptReportId: string | null;
+  /** The last date the loaded rows were final for: the window's end unless it was loaded open. */
+  readonly loadedThrough: string | null;
   readonly status: string;
   readonly pagesStaged: number;
   readonly rowCount: number | null;
@@ -49,37 +56,69 @@ export async function writeTarget(
   );
 }
 
-/**
- * Clears everything loaded into the schema: used when the user asks to reset after a filter change. The window
- * partitions are dropped, not emptied, so that a new window grid does not meet the old one.
- */
-export async function clearTarget(db: Queryable, schema: string): Promise<void> {
-  const parts = await db.query<{ name: string }>(
-    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-      WHERE i.inhparent IN (to_regclass($1), to_regclass($2))`,
-    [t(schema, 'posts'), t(schema, 'post_custom_segments')],
-  );
-  const drops = parts.rows
-    .map((r) => `DROP TABLE ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(r.name)};`)
-    .join(' ');
-  // One query string without parameters runs as one transaction: the windows and their record go together.
-  await db.query(`${drops} TRUNCATE ${t(schema, 'report_windows')}`);
+/** What a reset removed. */
+export interface ResetCounts {
+  /** Windows that were loaded. */
+  readonly windows: number;
+  /** Their posts. */
+  readonly posts: number;
 }
 
-export async function setCursor(db: Queryable, schema: string, date: string): Promise<void> {
-  await db.query(
-    `UPDATE ${t(schema, 'sync_state')} SET cursor_date = GREATEST(cursor_date, $1::date), updated_at = now()`,
-    [date],
+/**
+ * Starts the schema over (--reset): drops every window partition and stage, forgets every window, and records
+ * the target anew without a cursor. Run it inside one transaction, so that a failure leaves everything as it
+ * was. The partitions are dropped, not emptied, so that a new window grid does not meet the old one.
+ */
+export async function resetTarget(
+  db: Queryable,
+  schema: string,
+  postIdField: string,
+  filters: Filters,
+): Promise<ResetCounts> {
+  const counts = await db.query<{ windows: number; posts: string }>(
+    `SELECT count(*)::int AS windows, COALESCE(sum(row_count), 0)::text AS posts
+       FROM ${t(schema, 'report_windows')} WHERE row_count IS NOT NULL`,
   );
+  const tables = await db.query<{ name: string }>(
+    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent IN (to_regclass($1), to_regclass($2))
+     UNION SELECT stage_posts FROM ${t(schema, 'stage_progress')}
+     UNION SELECT stage_segments FROM ${t(schema, 'stage_progress')}`,
+    [t(schema, 'posts'), t(schema, 'post_custom_segments')],
+  );
+  for (const { name } of tables.rows) {
+    await db.query(`DROP TABLE IF EXISTS ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`);
+  }
+  await db.query(`TRUNCATE ${t(schema, 'report_windows')}, ${t(schema, 'stage_progress')}`);
+  await writeTarget(db, schema, postIdField, filters);
+  const row = counts.rows[0];
+  return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
+}
+
+/** The first date of the loaded history (null when nothing is loaded). Reads only columns of every version. */
+export async function firstLoadedDate(db: Queryable, schema: string): Promise<string | null> {
+  const { rows } = await db.query<{ first: string | null }>(
+    `SELECT to_char(min(window_start), 'YYYY-MM-DD') AS first FROM ${t(schema, 'report_windows')}
+      WHERE row_count IS NOT NULL`,
+  );
+  return rows[0]?.first ?? null;
+}
+
+/** Sets the sync cursor, backwards too: a failed reload holds it before the window, for the next sync to retry. */
+export async function setCursor(db: Queryable, schema: string, date: string): Promise<void> {
+  await db.query(`UPDATE ${t(schema, 'sync_state')} SET cursor_date = $1::date, updated_at = now()`, [date]);
 }
 
 const WINDOW_COLUMNS = `to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
-  report_id, status, pages_staged, row_count::float8 AS row_count, attempts, last_error, updated_at`;
+  report_id, attempt_report_id, to_char(loaded_through, 'YYYY-MM-DD') AS loaded_through, status, pages_staged,
+  row_count::float8 AS row_count, attempts, last_error, updated_at`;
 
 interface WindowRow {
   start: string;
   end: string;
   report_id: string | null;
+  attempt_report_id: string | null;
+  loaded_through: string | null;
   status: string;
   pages_staged: number;
   row_count: number | null;
@@ -93,6 +132,8 @@ function toWindowState(row: WindowRow): WindowState {
     start: row.start,
     end: row.end,
     reportId: row.report_id,
+    attemptReportId: row.attempt_report_id,
+    loadedThrough: row.loaded_through,
     status: row.status,
     pagesStaged: row.pages_staged,
     rowCount: row.row_count,
@@ -109,10 +150,11 @@ export async function listWindows(db: Queryable, schema: string): Promise<Window
   return rows.map(toWindowState);
 }
 
-/** The windows whose data is in the tables. */
-export async function loadedWindows(db: Queryable, schema: string): Promise<Window[]> {
-  const { rows } = await db.query<{ start: string; end: string }>(
-    `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end
+/** The windows whose data is in the tables; `complete` unless loaded open (before their last date was over). */
+export async function loadedWindows(db: Queryable, schema: string): Promise<LoadedWindow[]> {
+  const { rows } = await db.query<LoadedWindow>(
+    `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
+            COALESCE(loaded_through >= window_end, false) AS complete
        FROM ${t(schema, 'report_windows')} WHERE row_count IS NOT NULL ORDER BY window_start`,
   );
   return rows;
@@ -126,7 +168,7 @@ export async function readWindow(db: Queryable, schema: string, window: Window):
   return rows[0] ? toWindowState(rows[0]) : null;
 }
 
-/** Starts an attempt on a window: counts it, and keeps any report id already created for it. */
+/** Starts an attempt on a window: counts it, and keeps the report of an attempt in progress, if any. */
 export async function startAttempt(
   db: Queryable,
   schema: string,
@@ -143,7 +185,10 @@ export async function startAttempt(
   );
 }
 
-/** Records the report created for a window, so that a restarted run polls it instead of creating another. */
+/**
+ * Records the report created for the attempt in progress, so that a restarted run polls it instead of creating
+ * another (null: the report is gone or failed, and the next attempt creates one).
+ */
 export async function recordReport(
   db: Queryable,
   schema: string,
@@ -152,15 +197,17 @@ export async function recordReport(
 ): Promise<void> {
   await db.query(
     `UPDATE ${t(schema, 'report_windows')}
-        SET report_id = $3, report_created_at = CASE WHEN $3::text IS NULL THEN NULL ELSE now() END, updated_at = now()
+        SET attempt_report_id = $3, report_created_at = CASE WHEN $3::text IS NULL THEN NULL ELSE now() END,
+            updated_at = now()
       WHERE window_start = $1 AND window_end = $2`,
     [window.start, window.end, reportId],
   );
 }
 
 /**
- * Ends an attempt that did not load: 'failed' after its last attempt, or 'pending' when the run was interrupted
- * (its report id is kept, for the next run to poll).
+ * Ends an attempt that did not load: 'failed' after its last attempt (the attempt is over: the next run asks for
+ * a new report), or 'pending' when the run was interrupted (its report is kept, for the next run to resume).
+ * What is loaded, and when it was, stays as it was.
  */
 export async function endAttempt(
   db: Queryable,
@@ -171,8 +218,8 @@ export async function endAttempt(
 ): Promise<void> {
   await db.query(
     `UPDATE ${t(schema, 'report_windows')}
-        SET status = $3, last_error = $4, finished_at = CASE WHEN $3 = 'failed' THEN now() ELSE finished_at END,
-            updated_at = now()
+        SET status = $3, last_error = $4,
+            attempt_report_id = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_id END, updated_at = now()
       WHERE window_start = $1 AND window_end = $2`,
     [window.start, window.end, outcome, message],
   );

@@ -1,47 +1,78 @@
+import type { RunConfig } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { addDays, todayUtc } from './dates.js';
-import { executeRun, type RunContext } from './run.js';
+import { executeRun, type LoadedHistory, type RunContext, type RunRange } from './run.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows, gridStart } from './windows.js';
 
 export interface SyncOptions extends RunContext {
-  /** Clear the schema if it was loaded with other filters. */
+  /** Start over: clear the schema's data and state, then load from the start date (which it then needs). */
   readonly reset?: boolean;
   /** The last date to load; defaults to today (UTC). */
   readonly today?: string;
 }
 
 /**
- * Incremental load: from the cursor (the last completed date) minus the lookback, widened to the start of its grid
- * window, up to today (UTC), so that late data inside the lookback is picked up. The first run starts at `config.run.startDate`. The cursor then moves to
- * the last date before the first window that failed, never past a date that did not load.
+ * Incremental load up to today (UTC). The first sync (or one that starts over) loads from `config.run.startDate`;
+ * later ones reload the lookback before the cursor (the last completed date), so that late data inside it is
+ * picked up, and a start date before that also loads whatever is missing from it on. The cursor then moves to the
+ * day before the first window that failed, never past a date that did not load.
  */
 export async function sync(options: SyncOptions): Promise<RunSummary> {
-  const { config } = options;
   const to = options.today ?? todayUtc();
-  // Reloading whole grid windows keeps them aligned with those loaded before: a window clipped mid-week would
-  // replace the week's window and drag its other days along, run after run. Never before the start date, though.
-  const lookbackStart = (cursor: string): string => {
-    const aligned = gridStart(addDays(cursor, -config.run.lookbackDays), config.run.windowDays);
-    const first = config.run.startDate;
-    return first !== undefined && first > aligned ? first : aligned;
-  };
+  const reset = options.reset ?? false;
   return executeRun(options, {
     command: 'sync',
-    resolve(cursor) {
-      const start = cursor === null ? config.run.startDate : lookbackStart(cursor);
-      if (start === undefined) {
-        throw new ConfigError(
-          'CONFIG_INVALID',
-          'the first sync needs a start date: pass --start-date YYYY-MM-DD or set POST_REPORTS_START_DATE',
-        );
-      }
-      // biome-ignore lint/complexity/useMathMinMax: ISO dates compare as strings, not numbers
-      const from = start > to ? to : start;
-      return { from, to, windows: cutWindows(from, to, config.run.windowDays) };
-    },
-    reload: true,
-    reset: options.reset ?? false,
+    resolve: (history) => syncRange(options.config.run, history, to, reset),
+    reset,
     moveCursor: true,
+    today: to,
   });
+}
+
+/** The dates a sync loads, given what is loaded; refuses a first sync (or a reset) without a start date. */
+export function syncRange(run: RunConfig, history: LoadedHistory, to: string, reset: boolean): RunRange {
+  const startDate = run.startDate;
+  const upTo = (date: string): string => (date > to ? to : date);
+  if (history.cursor === null) {
+    if (startDate === undefined) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        reset
+          ? '--reset starts over from the start date: pass --start-date YYYY-MM-DD or set POST_REPORTS_START_DATE'
+          : 'the first sync needs a start date: pass --start-date YYYY-MM-DD or set POST_REPORTS_START_DATE',
+      );
+    }
+    const from = upTo(startDate);
+    return { from, to, windows: cutWindows(from, to, run.windowDays), reload: true };
+  }
+  const lookback = lookbackStart(run, history.cursor, history.firstLoaded);
+  // A start date before the lookback loads what is missing from it on: windows loaded and complete are skipped.
+  const from = upTo(startDate !== undefined && startDate < lookback ? startDate : lookback);
+  const range = {
+    from,
+    to,
+    windows: cutWindows(from, to, run.windowDays),
+    reload: false,
+    reloadFrom: lookback,
+  };
+  if (startDate === undefined || startDate <= lookback) return range;
+  return {
+    ...range,
+    notice: `start date ${startDate} is after the dates this sync must reload: it bounds only the first sync; loading from ${from}, so that no date after the cursor is skipped`,
+  };
+}
+
+/**
+ * The cursor minus the lookback, widened to the start of its grid window: reloading whole grid windows keeps them
+ * aligned with those loaded before (a window clipped mid-week would replace the week's window and drag its other
+ * days along, run after run). Never before the loaded history, though, unless the cursor itself is.
+ */
+function lookbackStart(run: RunConfig, cursor: string, firstLoaded: string | null): string {
+  const aligned = gridStart(addDays(cursor, -run.lookbackDays), run.windowDays);
+  if (firstLoaded === null) return aligned;
+  const afterCursor = addDays(cursor, 1);
+  const floor = firstLoaded < afterCursor ? firstLoaded : afterCursor;
+  // biome-ignore lint/complexity/useMathMinMax: ISO dates compare as strings, not numbers
+  return aligned < floor ? floor : aligned;
 }

@@ -67,8 +67,22 @@ export function uncovered(outer: Window, cover: readonly Window[]): Window[] {
 /** A set of windows committed in one transaction. */
 export type WindowGroup = readonly Window[];
 
+/** A window whose rows are in the tables. */
+export interface LoadedWindow extends Window {
+  /** False for a window loaded open (before its last date was over): it is loaded again. Default true. */
+  readonly complete?: boolean;
+}
+
+export interface PlanOptions {
+  /** Load every wanted window, loaded or not. */
+  readonly reload: boolean;
+  /** Load the wanted windows ending on or after this date even when loaded (the sync's lookback). */
+  readonly reloadFrom?: string;
+}
+
 /**
- * Plans which windows to load and how to group their commits, given the windows already loaded.
+ * Plans which windows to load and how to group their commits, given the windows already loaded. A wanted window
+ * is skipped when it is loaded and complete, unless asked to reload.
  *
  * Loading a window replaces every loaded window it overlaps, whole. When the window size changed, an old window
  * can stick out of the new ones: its remaining dates are added as extra windows and committed in the same
@@ -76,13 +90,15 @@ export type WindowGroup = readonly Window[];
  */
 export function planWindows(
   wanted: readonly Window[],
-  loaded: readonly Window[],
-  options: { reload: boolean },
+  loaded: readonly LoadedWindow[],
+  options: PlanOptions,
 ): { groups: WindowGroup[]; skipped: Window[] } {
   const skipped: Window[] = [];
   const toLoad: Window[] = [];
+  const { reload, reloadFrom } = options;
   for (const w of wanted) {
-    if (!options.reload && loaded.some((l) => sameWindow(l, w))) skipped.push(w);
+    const again = reload || (reloadFrom !== undefined && w.end >= reloadFrom);
+    if (!again && loaded.some((l) => sameWindow(l, w) && l.complete !== false)) skipped.push(w);
     else toLoad.push(w);
   }
   // Close over the old windows the new ones overlap: each must end up entirely covered.

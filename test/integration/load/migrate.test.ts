@@ -9,7 +9,7 @@ import { captureLogger } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const { logger } = captureLogger();
-const ALL = ['001_initial.sql', '002_window_partitions.sql'];
+const ALL = ['001_initial.sql', '002_window_partitions.sql', '003_window_attempts.sql'];
 
 describe('migrate', () => {
   it('creates the schema and tables once, even when two processes start together', async () => {
@@ -105,7 +105,10 @@ describe('migrate', () => {
     const before = await db.pool.query(
       'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
     );
-    expect((await migrate(db.pool, target, logger)).applied).toEqual(['002_window_partitions.sql']);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual([
+      '002_window_partitions.sql',
+      '003_window_attempts.sql',
+    ]);
     const after = await db.pool.query(
       'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
     );
@@ -124,5 +127,42 @@ describe('migrate', () => {
       `SELECT to_regclass('upgraded.stage_20260119_20260125_posts') AS stage, (SELECT count(*)::int FROM upgraded.stage_progress) AS progress`,
     );
     expect(leftovers.rows[0]).toEqual({ stage: null, progress: 0 });
+  });
+
+  it('splits the loaded report from the attempt in progress in a 002 schema, and dates what was loaded', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await cp('migrations/001_initial.sql', join(dir, '001_initial.sql'));
+    await cp('migrations/002_window_partitions.sql', join(dir, '002_window_partitions.sql'));
+    const target = { schema: 'attempts', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    // As a 002 connector left them: report_id is the latest attempt's, whatever its outcome.
+    await db.pool.query(`
+      CREATE TABLE attempts.posts_20260105_20260111 PARTITION OF attempts.posts FOR VALUES IN ('2026-01-05');
+      CREATE TABLE attempts.posts_20260112_20260118 PARTITION OF attempts.posts FOR VALUES IN ('2026-01-12');
+      CREATE TABLE attempts.posts_20260119_20260125 PARTITION OF attempts.posts FOR VALUES IN ('2026-01-19');
+      INSERT INTO attempts.posts (platform_post_id, _window_start, _window_end, _report_id, _loaded_at) VALUES
+        (1, '2026-01-05', '2026-01-11', 'loaded-a', '2026-01-20T10:00:00Z'),
+        (2, '2026-01-12', '2026-01-18', 'loaded-b', '2026-01-20T10:00:00Z'),
+        (3, '2026-01-19', '2026-01-25', 'loaded-c', '2026-01-20T10:00:00Z');
+      INSERT INTO attempts.report_windows (window_start, window_end, filters, report_id, status, row_count) VALUES
+        ('2026-01-05', '2026-01-11', '{}', 'loaded-a', 'loaded', 1),
+        ('2026-01-12', '2026-01-18', '{}', 'failed-b', 'failed', 1),
+        ('2026-01-19', '2026-01-25', '{}', 'killed-c', 'extracting', 1),
+        ('2026-01-26', '2026-02-01', '{}', 'stopped-d', 'pending', NULL),
+        ('2026-02-02', '2026-02-08', '{}', 'failed-e', 'failed', NULL);
+    `);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(['003_window_attempts.sql']);
+    const { rows } = await db.pool.query(
+      `SELECT window_start::text AS start, report_id, attempt_report_id, loaded_through::text AS through
+         FROM attempts.report_windows ORDER BY window_start`,
+    );
+    expect(rows).toEqual([
+      { start: '2026-01-05', report_id: 'loaded-a', attempt_report_id: null, through: '2026-01-11' },
+      { start: '2026-01-12', report_id: 'loaded-b', attempt_report_id: null, through: '2026-01-18' },
+      // Loaded on 2026-01-20, while its dates were not over: open, final up to the day before.
+      { start: '2026-01-19', report_id: 'loaded-c', attempt_report_id: 'killed-c', through: '2026-01-19' },
+      { start: '2026-01-26', report_id: null, attempt_report_id: 'stopped-d', through: null },
+      { start: '2026-02-02', report_id: null, attempt_report_id: null, through: null },
+    ]);
   });
 });

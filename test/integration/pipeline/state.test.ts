@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
-import { clearTarget } from '../../../src/pipeline/state.js';
+import { readTarget, resetTarget, setCursor, writeTarget } from '../../../src/pipeline/state.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post, target } from '../load/load-fixtures.js';
 
@@ -22,15 +23,32 @@ async function partitions(): Promise<string[]> {
   return result.rows.map((r) => r.name);
 }
 
-describe('clearTarget (--reset)', () => {
-  it('drops the window partitions with their record, so that windows of another grid load afterwards', async () => {
+describe('resetTarget (--reset)', () => {
+  it('drops the window partitions, stages and record with the cursor, so that windows of another grid load afterwards', async () => {
+    await writeTarget(db.pool, target.schema, target.postIdField, { brands: ['x'] });
     await load(loader, { start: '2026-01-05', end: '2026-01-11' }, 'a', [[post(1, { brand: 'x' })]]);
-    await load(loader, { start: '2026-01-12', end: '2026-01-18' }, 'b', [[post(2, { brand: 'y' })]]);
+    await load(loader, { start: '2026-01-12', end: '2026-01-18' }, 'b', [
+      [post(2, { brand: 'y' }), post(4, { brand: 'y' })],
+    ]);
+    await loader.openWindow({ start: '2026-01-19', end: '2026-01-25' }, 'half');
+    await setCursor(db.pool, target.schema, '2026-01-18');
     expect(await partitions()).toHaveLength(4);
-    await clearTarget(db.pool, target.schema);
+    const removed = await withTransaction(db.pool, undefined, (client) =>
+      resetTarget(client, target.schema, target.postIdField, { brands: ['z'] }),
+    );
+    expect(removed).toEqual({ windows: 2, posts: 3 });
     expect(await partitions()).toEqual([]);
-    const windows = await db.pool.query('SELECT count(*)::int AS n FROM post_reports.report_windows');
-    expect(windows.rows[0]).toEqual({ n: 0 });
+    const left = await db.pool.query(
+      `SELECT (SELECT count(*)::int FROM post_reports.report_windows) AS windows,
+              (SELECT count(*)::int FROM post_reports.stage_progress) AS stages,
+              (SELECT count(*)::int FROM pg_tables WHERE schemaname = 'post_reports' AND tablename ~ '^stage_[0-9]{8}_') AS tables`,
+    );
+    expect(left.rows[0]).toEqual({ windows: 0, stages: 0, tables: 0 });
+    expect(await readTarget(db.pool, target.schema)).toEqual({
+      postIdField: target.postIdField,
+      filters: { brands: ['z'] },
+      cursorDate: null,
+    });
     // A 14-day window over both old weeks: nothing old is left to half-cover.
     expect(await load(loader, { start: '2026-01-05', end: '2026-01-18' }, 'c', [[post(3, {})]])).toBe(1);
     expect(await partitions()).toEqual(['post_custom_segments_20260105_20260118', 'posts_20260105_20260118']);

@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addDays, todayUtc } from '../../../src/pipeline/dates.js';
+import { gridStart } from '../../../src/pipeline/windows.js';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { compareWithReference } from '../../helpers/reference-check.js';
+import { summaryOf } from '../../helpers/summary.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+const HOURS_4 = 4 * 3_600_000;
+const today = todayUtc();
+const start = addDays(today, -20);
+/** The first date a 3-day lookback reloads from a cursor at today. */
+const lookbackFrom = gridStart(addDays(today, -3), 7);
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 31, postsPerDay: 15 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+async function exact(schema: string): Promise<string[]> {
+  const reference = sim.referencePosts({ start_date: start, end_date: today });
+  return (await compareWithReference(db.pool, schema, reference)).problems;
+}
+
+async function postRows(schema: string): Promise<string[]> {
+  const { rows } = await db.pool.query<{ doc: string }>(
+    `SELECT row_to_json(p)::text AS doc FROM ${schema}.posts p ORDER BY 1`,
+  );
+  return rows.map((r) => r.doc);
+}
+
+async function lookbackWindows(
+  schema: string,
+): Promise<{ start: string; status: string; finished: string; rows: number }[]> {
+  const { rows } = await db.pool.query(
+    `SELECT window_start::text AS start, status, finished_at::text AS finished, row_count::int AS rows
+       FROM ${schema}.report_windows WHERE window_end >= $1 ORDER BY window_start`,
+    [lookbackFrom],
+  );
+  return rows;
+}
+
+describe('a reload always asks for a new report (the built CLI)', () => {
+  it('a sync whose lookback cannot create reports fails those windows, keeps their rows and holds the cursor back', async () => {
+    const schema = 'outage';
+    const env = cliEnv(sim, db.url, {
+      POST_REPORTS_SCHEMA: schema,
+      POST_REPORTS_LOOKBACK_DAYS: '3',
+      POST_REPORTS_MAX_ATTEMPTS: '2',
+    });
+    const first = await runCli(['sync', '--start-date', start], env);
+    expect(first.code, first.stderr).toBe(0);
+    const loaded = await lookbackWindows(schema);
+    const rows = await postRows(schema);
+
+    // Late data: two days are restated after the first sync, and the API's reuse period is over.
+    sim.reviseFigures(addDays(today, -2));
+    sim.reviseFigures(today);
+    sim.advanceTime(HOURS_4);
+    sim.startCreationOutage();
+    const during = await runCli(['sync'], env);
+    expect(during.code, during.stderr).toBe(3);
+    expect(during.summary).toMatchObject({ status: 'partial', reportsCreated: 0, windows: { loaded: 0 } });
+    expect(summaryOf(during).failures.map((f) => f.start)).toEqual(loaded.map((w) => w.start));
+    expect(during.stderr).toContain(`window failed: ${loaded[0]?.start}`);
+    // The old rows stay, not recorded as a fresh load; the cursor stops before the first window not reloaded.
+    expect(await postRows(schema)).toEqual(rows);
+    const after = await lookbackWindows(schema);
+    expect(after).toEqual(loaded.map((w) => ({ ...w, status: 'failed' })));
+    expect(summaryOf(during).cursor! < lookbackFrom).toBe(true);
+
+    sim.endCreationOutage();
+    const clean = await runCli(['sync'], env);
+    expect(clean.code, clean.stderr).toBe(0);
+    expect(clean.summary).toMatchObject({ status: 'succeeded', cursor: today });
+    expect(await exact(schema)).toEqual([]);
+  });
+
+  it('the run after a failed attempt creates a new report instead of reading the failed attempt’s', async () => {
+    const schema = 'retried';
+    const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema, POST_REPORTS_LOOKBACK_DAYS: '3' });
+    const first = await runCli(['sync', '--start-date', start], env);
+    expect(first.code, first.stderr).toBe(0);
+
+    // The lookback's reports are created but never become DONE: every window fails on its only attempt.
+    sim.advanceTime(HOURS_4);
+    sim.setFaults({ reportStatusOverride: 'IN_PROGRESS' });
+    const failed = await runCli(['sync', '--window-attempts', '1'], {
+      ...env,
+      POST_REPORTS_POLL_DEADLINE_MS: '300',
+    });
+    sim.setFaults({ reportStatusOverride: null });
+    expect(failed.code, failed.stderr).toBe(3);
+    expect(summaryOf(failed).failures).not.toEqual([]);
+    expect(summaryOf(failed).reportsCreated).toBeGreaterThan(0);
+
+    // Figures are restated after those reports were made: they are stale now.
+    sim.reviseFigures(addDays(today, -1));
+    sim.advanceTime(HOURS_4);
+    const next = await runCli(['sync'], env);
+    expect(next.code, next.stderr).toBe(0);
+    // Every window it loaded got a report of its own: none was read from the failed run's.
+    expect(summaryOf(next).reportsCreated).toBe(summaryOf(next).windows.planned);
+    expect(await exact(schema)).toEqual([]);
+  });
+});

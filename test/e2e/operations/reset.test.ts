@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addDays, todayUtc } from '../../../src/pipeline/dates.js';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
+import { summaryOf } from '../../helpers/summary.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+const HOURS_4 = 4 * 3_600_000;
+const BRAND = 'Café Ñandú';
+const today = todayUtc();
+const start = addDays(today, -40);
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 21, postsPerDay: 12 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+async function problems(schema: string, from: string, to: string, brands?: string[]): Promise<string[]> {
+  const reference = sim.referencePosts({ start_date: from, end_date: to, ...(brands ? { brands } : {}) });
+  return (await compareWithReference(db.pool, schema, reference)).problems;
+}
+
+describe('--reset starts over (the built CLI)', () => {
+  it('after a filter change, sync --reset --start-date loads the whole history again from the start date', async () => {
+    const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'refiltered' });
+    const first = await runCli(['sync', '--start-date', start], env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(await problems('refiltered', start, today)).toEqual([]);
+
+    const refused = await runCli(['sync', '--brands', BRAND], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/pass --reset/);
+    // --reset starts from the start date, so it needs one; refused before anything changes.
+    const before = await snapshotSchema(db.pool, 'refiltered');
+    const noStart = await runCli(['sync', '--reset', '--brands', BRAND], env);
+    expect(noStart.code).toBe(2);
+    expect(noStart.stderr).toMatch(/--reset .*--start-date/);
+    expect(await snapshotSchema(db.pool, 'refiltered')).toBe(before);
+
+    const reset = await runCli(['sync', '--reset', '--start-date', start, '--brands', BRAND], env);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.summary).toMatchObject({ status: 'succeeded', from: start, to: today, cursor: today });
+    expect(summaryOf(reset).reset).toEqual({
+      windows: summaryOf(first).windows.loaded,
+      posts: summaryOf(first).posts,
+    });
+    expect(await problems('refiltered', start, today, [BRAND])).toEqual([]);
+
+    // The history stays: the next sync reloads only its lookback.
+    const next = await runCli(['sync', '--brands', BRAND], env);
+    expect(next.code, next.stderr).toBe(0);
+    expect(summaryOf(next).from! > start).toBe(true);
+    expect(await problems('refiltered', start, today, [BRAND])).toEqual([]);
+  });
+
+  it('with unchanged filters, --reset clears the schema and loads what a first run would', async () => {
+    const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'restarted' });
+    const first = await runCli(['sync', '--start-date', start], env);
+    expect(first.code, first.stderr).toBe(0);
+
+    // Posts appear deep in the history, far outside the lookback: only a run that starts over sees them.
+    sim.addPosts(addDays(start, 2), 4);
+    sim.advanceTime(HOURS_4);
+    const again = await runCli(['sync', '--reset', '--start-date', start], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.summary).toMatchObject({ from: start, cursor: today, windows: { skipped: 0 } });
+    expect(summaryOf(again).reset).toEqual({
+      windows: summaryOf(first).windows.loaded,
+      posts: summaryOf(first).posts,
+    });
+    expect(await problems('restarted', start, today)).toEqual([]);
+
+    // A later start date: nothing before it is left.
+    const later = addDays(today, -15);
+    const shorter = await runCli(['sync', '--reset', '--start-date', later], env);
+    expect(shorter.code, shorter.stderr).toBe(0);
+    expect(shorter.summary).toMatchObject({ from: later, cursor: today });
+    expect(await problems('restarted', later, today)).toEqual([]);
+
+    // backfill --reset: exactly its range, and no cursor (backfills never set one).
+    const to = addDays(start, 9);
+    const backfill = await runCli(['backfill', '--reset', '--from', start, '--to', to], env);
+    expect(backfill.code, backfill.stderr).toBe(0);
+    expect(backfill.summary).toMatchObject({ from: start, to, cursor: null, windows: { skipped: 0 } });
+    expect(summaryOf(backfill).reset?.windows).toBeGreaterThan(0);
+    expect(await problems('restarted', start, to)).toEqual([]);
+  });
+});

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, parseConfig, sync } from '../../../src/index.js';
+import { addDays, todayUtc } from '../../../src/pipeline/dates.js';
+import { gridStart } from '../../../src/pipeline/windows.js';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { compareWithReference } from '../../helpers/reference-check.js';
+import { summaryOf } from '../../helpers/summary.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+const today = todayUtc();
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 41, postsPerDay: 8 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+async function problems(schema: string, from: string, to: string): Promise<string[]> {
+  const reference = sim.referencePosts({ start_date: from, end_date: to });
+  return (await compareWithReference(db.pool, schema, reference)).problems;
+}
+
+describe('start dates (the built CLI)', () => {
+  it('a start date before the loaded history loads the missing history, without reloading what is loaded', async () => {
+    const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'extended', POST_REPORTS_LOOKBACK_DAYS: '3' });
+    const recent = addDays(today, -20);
+    const first = await runCli(['sync', '--start-date', recent], env);
+    expect(first.code, first.stderr).toBe(0);
+
+    const earlier = addDays(today, -75);
+    const more = await runCli(['sync', '--start-date', earlier], env);
+    expect(more.code, more.stderr).toBe(0);
+    expect(more.summary).toMatchObject({ status: 'succeeded', from: earlier, cursor: today });
+    // The weeks loaded by the first sync and outside the lookback are skipped, not reloaded.
+    expect(summaryOf(more).windows.skipped).toBeGreaterThan(0);
+    expect(await problems('extended', earlier, today)).toEqual([]);
+  });
+
+  it('a start date moved forward does not skip the dates between the cursor and it', async () => {
+    const schema = 'moved';
+    // A sync that last ran 30 days ago.
+    const lastRun = addDays(today, -30);
+    const firstStart = addDays(today, -50);
+    const config = parseConfig({
+      POST_REPORTS_BASE_URL: sim.baseUrl,
+      POST_REPORTS_TOKEN: sim.token,
+      DATABASE_URL: db.url,
+      POST_REPORTS_SCHEMA: schema,
+      POST_REPORTS_START_DATE: firstStart,
+      POST_REPORTS_LOOKBACK_DAYS: '3',
+      POST_REPORTS_POLL_INITIAL_MS: '20',
+      POST_REPORTS_LOCK_WAIT_MS: '0',
+    });
+    const earlier = await sync({ config, logger: createLogger({ level: 'silent' }), today: lastRun });
+    expect(earlier).toMatchObject({ status: 'succeeded', cursor: lastRun });
+
+    const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema, POST_REPORTS_LOOKBACK_DAYS: '3' });
+    const forward = addDays(today, -10);
+    const run = await runCli(['sync', '--start-date', forward], env);
+    expect(run.code, run.stderr).toBe(0);
+    // It loads from the cursor's lookback, says why the start date did not apply, and leaves no gap.
+    expect(run.summary).toMatchObject({ from: gridStart(addDays(lastRun, -3), 7), cursor: today });
+    expect(run.stderr).toContain(`start date ${forward}`);
+    expect(await problems(schema, firstStart, today)).toEqual([]);
+  });
+});
