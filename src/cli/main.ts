@@ -46,7 +46,7 @@ function program(): Command {
       .requiredOption('--from <date>', 'first date, YYYY-MM-DD')
       .requiredOption('--to <date>', 'last date, YYYY-MM-DD (inclusive)')
       .option('--reload', 'reload windows that are already loaded')
-      .option('--reset', 'clear the schema if it was loaded with other filters')
+      .option('--reset', "start over: clear the schema's data and state, then load the range")
       .addOption(progressOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
@@ -76,7 +76,7 @@ function program(): Command {
   const sync = addSettingFlags(
     new Command('sync')
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
-      .option('--reset', 'clear the schema if it was loaded with other filters')
+      .option('--reset', "start over: clear the schema's data and state, then load from --start-date")
       .addOption(progressOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {

@@ -47,8 +47,11 @@ export function syncRange(run: RunConfig, history: LoadedHistory, to: string, re
     return { from, to, windows: cutWindows(from, to, run.windowDays), reload: true };
   }
   const lookback = lookbackStart(run, history.cursor, history.firstLoaded);
-  // A start date before the lookback loads what is missing from it on: windows loaded and complete are skipped.
-  const from = upTo(startDate !== undefined && startDate < lookback ? startDate : lookback);
+  // A start date before the loaded history loads what is missing from it on (windows loaded and complete are
+  // skipped); one inside the history is already met.
+  const historyStart = history.firstLoaded ?? lookback;
+  const extend = startDate !== undefined && startDate < historyStart && startDate < lookback;
+  const from = upTo(extend ? startDate : lookback);
   const range = {
     from,
     to,
