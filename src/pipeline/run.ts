@@ -220,6 +220,7 @@ async function loadGroups(
       interrupted += outcome.interrupted;
     }),
   );
+  failures.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
   return { failures, interrupted };
 }
 

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { addDays, todayUtc } from '../../../src/pipeline/dates.js';
 import { gridStart } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
-import { runCli } from '../../helpers/cli.js';
+import { runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
@@ -64,6 +64,7 @@ describe('a reload always asks for a new report (the built CLI)', () => {
     sim.reviseFigures(today);
     sim.advanceTime(HOURS_4);
     sim.startCreationOutage();
+    onTestFinished(() => sim.endCreationOutage());
     const during = await runCli(['sync'], env);
     expect(during.code, during.stderr).toBe(3);
     expect(during.summary).toMatchObject({ status: 'partial', reportsCreated: 0, windows: { loaded: 0 } });
@@ -108,5 +109,40 @@ describe('a reload always asks for a new report (the built CLI)', () => {
     // Every window it loaded got a report of its own: none was read from the failed run's.
     expect(summaryOf(next).reportsCreated).toBe(summaryOf(next).windows.planned);
     expect(await exact(schema)).toEqual([]);
+  });
+
+  it('an attempt interrupted by SIGTERM or SIGKILL is resumed with its own report, not created again', async () => {
+    // 200 posts a day, slow responses: 2 pages per window, so the signal lands between pages of the first window.
+    const slow = await startSimulator({ seed: 32, postsPerDay: 200, faults: { latencyMs: 80 } });
+    onTestFinished(() => slow.close());
+    const schema = 'resumed';
+    const env = cliEnv(slow, db.url, { POST_REPORTS_SCHEMA: schema, LOG_LEVEL: 'debug' });
+    const args = ['backfill', '--from', '2026-06-01', '--to', '2026-06-14', '--concurrency', '1', '--reload'];
+    const first = await runCli(args, env);
+    expect(first.code, first.stderr).toBe(0);
+    for (const [signal, status] of [
+      ['SIGTERM', 'pending'],
+      ['SIGKILL', 'extracting'],
+    ] as const) {
+      slow.advanceTime(HOURS_4);
+      const run = startCli(args, env);
+      await run.waitForOutput('"msg":"page staged"');
+      run.child.kill(signal);
+      await run.done;
+      const { rows } = await db.pool.query(
+        `SELECT status, attempt_report_id IS NOT NULL AND attempt_report_id <> report_id AS own
+           FROM ${schema}.report_windows WHERE window_start = '2026-06-01'`,
+      );
+      expect(rows).toEqual([{ status, own: true }]);
+      const calls = slow.stats().creationCalls;
+      const rerun = await runCli(args, env);
+      expect(rerun.code, rerun.stderr).toBe(0);
+      // Only the window not started yet asked for a report; the interrupted one polled its own again.
+      expect(summaryOf(rerun)).toMatchObject({ reportsCreated: 1, windows: { planned: 2, loaded: 2 } });
+      expect(slow.stats().creationCalls - calls).toBe(1);
+      expect(rerun.stderr).toContain('resuming');
+    }
+    const reference = slow.referencePosts({ start_date: '2026-06-01', end_date: '2026-06-14' });
+    expect((await compareWithReference(db.pool, schema, reference)).problems).toEqual([]);
   });
 });
