@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -33,10 +34,9 @@ export interface EmbeddedPostgresOptions {
 export async function startEmbeddedPostgres(
   options: EmbeddedPostgresOptions = {},
 ): Promise<EmbeddedDatabase> {
-  const signal = AbortSignal.any([
-    AbortSignal.timeout(options.startTimeoutMs ?? 60_000),
-    ...(options.signal === undefined ? [] : [options.signal]),
-  ]);
+  const startTimeoutMs = options.startTimeoutMs ?? 60_000;
+  const deadline = AbortSignal.timeout(startTimeoutMs);
+  const signal = AbortSignal.any([deadline, ...(options.signal === undefined ? [] : [options.signal])]);
   const nativeDir = await locateNativeBinaries();
   const user = await serverUser();
   const root = await mkdtemp(join(tmpdir(), 'post-reports-etl-pg-'));
@@ -87,7 +87,8 @@ export async function startEmbeddedPostgres(
         cause: error,
       });
     }
-    const reason = error instanceof Error ? error.message : String(error);
+    const message = error instanceof Error ? error.message : String(error);
+    const reason = deadline.aborted ? `not ready within ${startTimeoutMs / 1000} s: ${message}` : message;
     throw new StoreError('DB_ERROR', `embedded PostgreSQL did not start: ${oneLine(reason, 400)}`, {
       cause: error,
     });
@@ -106,7 +107,7 @@ function startServer(
   postgres: string,
   dataDir: string,
   port: number,
-  cwd: string,
+  root: string,
   user: ServerUser | undefined,
 ): ServerProcess {
   const child = spawn(
@@ -128,20 +129,27 @@ function startServer(
       'synchronous_commit=off',
     ],
     // Its own process group: a Ctrl-C reaches the connector, which stops the server after its run rolls back.
-    { cwd, detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...ids(user) },
+    { cwd: root, detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...ids(user) },
   );
   const tail = outputTail(child);
+  // Outside the connector's process group, the server would outlive a process that exits without stopping it
+  // (a second Ctrl-C): it is told to shut down then, and its files go at once (a server that loses them while
+  // shutting down just stops).
+  const shutDownWithProcess = () => {
+    child.kill('SIGINT');
+    rmSync(root, { recursive: true, force: true });
+  };
+  process.once('exit', shutDownWithProcess);
   let running = true;
   const ended = new Promise<string>((resolve) => {
-    child.once('error', (error) => {
+    const end = (why: string) => {
       running = false;
-      resolve(error.message);
-    });
+      process.removeListener('exit', shutDownWithProcess);
+      resolve(why);
+    };
+    child.once('error', (error) => end(withHint(error)));
     // 'close', not 'exit': the last lines on stderr say why it stopped.
-    child.once('close', (code, signal) => {
-      running = false;
-      resolve(`postgres exited (${signal ?? `code ${code}`}): ${tail()}`);
-    });
+    child.once('close', (code, signal) => end(`postgres exited (${signal ?? `code ${code}`}): ${tail()}`));
   });
   return {
     ended,
@@ -192,7 +200,7 @@ function runToEnd(
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { cwd, signal, stdio: ['ignore', 'pipe', 'pipe'], ...ids(user) });
     const tail = outputTail(child);
-    child.once('error', (error) => reject(error));
+    child.once('error', (error) => reject(new Error(withHint(error))));
     child.once('close', (code, exitSignal) => {
       if (code === 0) resolve();
       else reject(new Error(`${file} failed (${exitSignal ?? `code ${code}`}): ${tail()}`));
@@ -216,6 +224,13 @@ function outputTail(child: ChildProcess): () => string {
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   return () => oneLine(lines.join(' / '), 300);
+}
+
+/** A spawn error's message; EACCES on a staged binary (mode 0755) means its folder forbids running programs. */
+function withHint(error: Error): string {
+  return (error as NodeJS.ErrnoException).code === 'EACCES'
+    ? `${error.message} (is ${tmpdir()} mounted noexec? TMPDIR chooses another folder)`
+    : error.message;
 }
 
 function ids(user: ServerUser | undefined): { uid?: number; gid?: number } {
