@@ -26,8 +26,8 @@ export interface DemoOptions {
 }
 
 /**
- * `demo`: starts the API simulator in-process and a database (DATABASE_URL, else an embedded PostgreSQL, else the
- * local server), runs a backfill of the last `days` days with progress, then prints loaded rows and queries to try.
+ * `demo`: starts a database (DATABASE_URL, else an embedded PostgreSQL) and the API simulator in-process, runs
+ * a backfill of the last `days` days with progress, then prints loaded rows and queries to try.
  */
 export async function demoCommand(io: Io, options: DemoOptions): Promise<number> {
   const note = (line: string) => io.stderr.write(`post-reports-etl demo: ${line}\n`);
@@ -35,11 +35,12 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
   let stopDatabase = async () => {};
   let stopSimulator = async () => {};
   try {
+    // The database first: when none can start, the one line saying why is all the demo prints.
+    const database = await openDemoDatabase(options.databaseUrl ?? userEnv.DATABASE_URL, io.signal);
+    stopDatabase = () => database.stop();
     const simulator = await startSimulator({ seed: 1, postsPerDay: 50, generationDelayMs: 1000 });
     stopSimulator = () => simulator.close();
     note(`API simulator serving ${simulator.baseUrl}`);
-    const database = await openDemoDatabase(options.databaseUrl ?? userEnv.DATABASE_URL, note);
-    stopDatabase = () => database.stop();
     note(
       `loading into ${database.kind === 'embedded' ? 'an embedded PostgreSQL' : redact(database.url)}, schema "${options.schema}"`,
     );
@@ -71,7 +72,7 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
     const summary = outcome.summary;
     if (summary === undefined) return outcome.exitCode;
     io.stdout.write(
-      `\nLoaded ${summary.posts} posts from ${summary.from} to ${summary.to} in ${summary.windows.loaded} windows (${(summary.durationMs / 1000).toFixed(1)} s): ${summary.status}\n`,
+      `\nLoaded ${summary.posts} posts from ${summary.from} to ${summary.to} in ${plural(summary.windows.loaded, 'window')} (${(summary.durationMs / 1000).toFixed(1)} s): ${summary.status}\n`,
     );
 
     const client = new pg.Client({ connectionString: database.url });
@@ -88,9 +89,12 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
     } finally {
       await client.end();
     }
-    const query = spendByBrandAndWeekQuery(options.schema).sql.replace(/\s+/g, ' ');
-    const where = database.kind === 'embedded' ? database.url : redact(database.url);
-    io.stdout.write(`\nA query to try (psql '${where}'):\n  ${query};\n`);
+    // An embedded database is deleted on exit: a psql line for it is only worth printing while it waits.
+    if (options.keep || database.kind === 'DATABASE_URL') {
+      const query = spendByBrandAndWeekQuery(options.schema).sql.replace(/\s+/g, ' ');
+      const where = database.kind === 'embedded' ? database.url : redact(database.url);
+      io.stdout.write(`\nA query to try (psql '${where}'):\n  ${query};\n`);
+    }
 
     if (options.keep) {
       note(
@@ -110,6 +114,11 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
     await stopDatabase();
     await stopSimulator();
   }
+}
+
+/** `1 window`, `5 windows`. */
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function pick(

@@ -10,9 +10,10 @@ import { formatDuration, ProgressTracker } from './progress-tracker.js';
 export class LiveProgress {
   private readonly tracker = new ProgressTracker(Date.now());
   private readonly bars: cliProgress.MultiBar;
-  private readonly bar: cliProgress.SingleBar;
+  /** Drawn from the first event that knows how many windows there are: a bar of 0/0 would draw full. */
+  private bar: cliProgress.SingleBar | undefined;
   private stopped = false;
-  /** A stream for the logger: each write is printed above the bar. */
+  /** A stream for the logger: each write is printed above the bar (straight to the terminal when none is drawn). */
   readonly logSink: Writable;
 
   constructor(stream: NodeJS.WriteStream) {
@@ -31,12 +32,12 @@ export class LiveProgress {
       },
       cliProgress.Presets.shades_classic,
     );
-    this.bar = this.bars.create(0, 0, { posts: 0, rate: '0', left: '?' });
-    const bars = this.bars;
     this.logSink = new Writable({
-      write(chunk: Buffer | string, _encoding, callback) {
+      write: (chunk: Buffer | string, _encoding, callback) => {
         const text = chunk.toString();
-        bars.log(text.endsWith('\n') ? text : `${text}\n`);
+        const line = text.endsWith('\n') ? text : `${text}\n`;
+        if (this.bar !== undefined && !this.stopped) this.bars.log(line);
+        else stream.write(line);
         callback();
       },
     });
@@ -47,17 +48,20 @@ export class LiveProgress {
     const now = Date.now();
     this.tracker.apply(event, now);
     const s = this.tracker.snapshot(now);
+    const payload = { posts: s.posts, rate: s.postsPerSecond.toFixed(0), left: formatDuration(s.etaMs) };
+    if (this.bar === undefined) {
+      if (s.windowsTotal === 0) return;
+      this.bar = this.bars.create(s.windowsTotal, s.windowsDone, payload);
+      return;
+    }
     this.bar.setTotal(s.windowsTotal);
-    this.bar.update(s.windowsDone, {
-      posts: s.posts,
-      rate: s.postsPerSecond.toFixed(0),
-      left: formatDuration(s.etaMs),
-    });
+    this.bar.update(s.windowsDone, payload);
   };
 
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    if (this.bar === undefined) return;
     // The last events may have come after the last redraw.
     if (this.bars.isActive) this.bars.update();
     this.bars.stop();

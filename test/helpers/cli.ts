@@ -18,16 +18,30 @@ export interface CliRun {
   readonly done: Promise<CliResult>;
   /** Resolves when stderr has printed a line containing `text`. */
   waitForOutput(text: string): Promise<void>;
+  /** What stderr has printed so far. */
+  stderrSoFar(): string;
+}
+
+export interface CliOptions {
+  /** The CLI's main.js when not this checkout's (a copy of the built package). */
+  readonly cli?: string;
+  /** Working directory of the CLI (default: the test process's). */
+  readonly cwd?: string;
 }
 
 /**
  * Starts the CLI as a child process with exactly `env` (plus PATH), never the test process's own environment,
  * so that nothing leaks in from the developer's shell.
  */
-export function startCli(args: readonly string[], env: Record<string, string>): CliRun {
-  const child = spawn(process.execPath, [CLI, ...args], {
+export function startCli(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: CliOptions = {},
+): CliRun {
+  const child = spawn(process.execPath, [options.cli ?? CLI, ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   let stdout = '';
   let stderr = '';
@@ -60,6 +74,7 @@ export function startCli(args: readonly string[], env: Record<string, string>): 
   return {
     child,
     done,
+    stderrSoFar: () => stderr,
     waitForOutput(text: string) {
       if (stderr.includes(text)) return Promise.resolve();
       return new Promise<void>((resolve) => waiters.push({ text, resolve }));
@@ -68,6 +83,10 @@ export function startCli(args: readonly string[], env: Record<string, string>): 
 }
 
 /** Runs the CLI to the end. */
-export function runCli(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
-  return startCli(args, env).done;
+export function runCli(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: CliOptions = {},
+): Promise<CliResult> {
+  return startCli(args, env, options).done;
 }

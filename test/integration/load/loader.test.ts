@@ -322,8 +322,17 @@ describe('values', () => {
     expect(await columnType('is_boosted')).toBe('boolean');
     expect(await columnType('third_party_data')).toBe('jsonb');
     expect(await columnType('always_null')).toBeUndefined();
-    const added = log.lines().filter((l) => l.msg === 'new field: column added to posts');
-    expect(added.map((l) => l.field)).toEqual(
+    // One line for the page's new fields, each with its column and type.
+    type Added = { field: string; column: string; type: string };
+    const added = log
+      .lines()
+      .filter((l) => l.msg === 'new fields: columns added to posts')
+      .filter((l) => (l.columns as Added[]).some((c) => c.field === 'video_views'));
+    expect(added).toHaveLength(1);
+    const columns = added[0]?.columns as Added[];
+    expect(added[0]?.count).toBe(columns.length);
+    expect(columns).toContainEqual({ field: 'spend_usd', column: 'spend_usd', type: 'numeric' });
+    expect(columns.map((c) => c.field)).toEqual(
       expect.arrayContaining(['video_views', 'spend_usd', 'caption', 'is_boosted', 'third_party_data']),
     );
     const rows = await db.pool.query(
