@@ -393,7 +393,6 @@ export class Loader {
         for (const window of sorted) await client.query(q.deleteProgress(schema), [window.start, window.end]);
         return total;
       });
-      this.#logger.info({ windows: sorted.map(label), rows }, 'windows loaded');
       return { rows };
     } catch (error) {
       throw asStoreError(what, error);
