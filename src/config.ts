@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 import { ConfigError } from './errors.js';
+import { ALL_FIELDS, type FieldSelection } from './extract/field-selection.js';
 import type { Filters, SegmentFilter } from './extract/filters.js';
 import { Secret } from './secret.js';
 
@@ -44,6 +45,8 @@ export interface RunConfig {
   /** V8's heap growing step for the CLI process (0: V8's own heuristic). */
   readonly heapGrowthPercent: number;
   readonly filters: Filters;
+  /** The fields loaded (--fields / --exclude-fields; absent: all); the post id always is. */
+  readonly fields?: FieldSelection;
 }
 
 export interface LogConfig {
@@ -213,6 +216,16 @@ export const SETTINGS = {
     env: 'POST_REPORTS_SEGMENTS',
     flag: '--segment',
     description: 'Custom segment filter "Name=v1,v2"; flag repeatable, env separated by ";"',
+  },
+  fields: {
+    env: 'POST_REPORTS_FIELDS',
+    flag: '--fields',
+    description: 'Load only these fields, comma-separated (the post id always)',
+  },
+  excludeFields: {
+    env: 'POST_REPORTS_EXCLUDE_FIELDS',
+    flag: '--exclude-fields',
+    description: 'Load every field but these, comma-separated: their values are written nowhere',
   },
   logLevel: { env: 'LOG_LEVEL', flag: '--log-level', default: 'info', description: 'pino level' },
   logFormat: {
@@ -435,6 +448,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
   }
   const customSegments = segments(raw('segments', env, flags), problems);
   if (customSegments) filters.customSegments = customSegments;
+  const fields = fieldSelection(env, flags, problems);
   return {
     windowDays: integer('windowDays', env, flags, problems, 1, 366),
     concurrency: integer('concurrency', env, flags, problems, 1, 64),
@@ -444,7 +458,22 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     stallTimeoutMs: integer('stallTimeoutMs', env, flags, problems, 1000, 7 * 86_400_000),
     heapGrowthPercent: integer('heapGrowthPercent', env, flags, problems, 0, 1000),
     filters: filters as Filters,
+    fields,
   };
+}
+
+function fieldSelection(env: RawSettings, flags: Flags, problems: Problems): FieldSelection {
+  const include = list(raw('fields', env, flags));
+  const exclude = list(raw('excludeFields', env, flags));
+  if (include !== undefined && exclude !== undefined) {
+    problems.add(
+      `${where('fields')} and ${where('excludeFields')} cannot be used together: list the fields to load, or the ones to leave out`,
+    );
+    return ALL_FIELDS;
+  }
+  if (include !== undefined) return { mode: 'include', fields: include };
+  if (exclude !== undefined) return { mode: 'exclude', fields: exclude };
+  return ALL_FIELDS;
 }
 
 function logConfig(env: RawSettings, flags: Flags, problems: Problems): LogConfig {

@@ -1,10 +1,12 @@
 import { ApiClient } from '../api/client.js';
 import type { Flags } from '../config.js';
 import { fetchDimensions } from '../extract/dimensions.js';
+import type { FieldSelection } from '../extract/field-selection.js';
 import { createPool } from '../load/database.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { listWindows, readTarget } from '../pipeline/state.js';
+import { readSelection } from '../pipeline/target-fields.js';
 import { commandContext } from './context.js';
 import { classify, type Io, printError } from './run-output.js';
 
@@ -46,9 +48,11 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
       const schema = config.db.schema;
       let target: Awaited<ReturnType<typeof readTarget>> = null;
       let windows: Awaited<ReturnType<typeof listWindows>> = [];
+      let fields: FieldSelection | null = null;
       try {
         target = await readTarget(pool, schema);
         windows = await listWindows(pool, schema);
+        if (target !== null) fields = await readSelection(pool, schema);
       } catch (error) {
         if (sqlState(error) !== UNDEFINED_TABLE) throw error;
       }
@@ -57,6 +61,7 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
         schema,
         cursor: target?.cursorDate ?? null,
         filters: target?.filters ?? null,
+        fields,
         windows: {
           loaded: count((w) => w.rowCount !== null),
           failed: count((w) => w.status === 'failed'),

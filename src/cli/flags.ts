@@ -44,5 +44,7 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'adFormats',
   'contentTypes',
   'segments',
+  'fields',
+  'excludeFields',
 ];
 export const LOG_FLAGS: readonly SettingName[] = ['logLevel'];

@@ -13,6 +13,8 @@ export interface MappingContext {
   readonly postIdField: string;
   readonly window: { readonly start: string; readonly end: string };
   readonly page: number;
+  /** Whether a field is loaded (fieldFilter of the run's selection); absent or null: every field. */
+  readonly keep?: ((field: string) => boolean) | null;
 }
 
 const SEGMENTS_FIELD = 'custom_segments';
@@ -25,8 +27,9 @@ const ALWAYS_INT64_DIGITS = 18;
 /**
  * Maps a page's post records to rows: the id as exact canonical digits (signed 64-bit), every other field kept
  * by its API name (absent stays absent, null stays null, nested values become exact JSON documents), and
- * custom_segments as {name, value} pairs. A record whose id is missing or not an int64 integer, or whose
- * custom_segments are malformed, fails the page with DataError('RECORD_INVALID') naming window, page and value.
+ * custom_segments as {name, value} pairs; fields the selection leaves out (`keep`) are dropped. A record whose
+ * id is missing or not an int64 integer, or whose custom_segments are malformed, fails the page with
+ * DataError('RECORD_INVALID') naming window, page and value.
  */
 export function mapRecords(
   records: readonly Record<string, unknown>[],
@@ -44,8 +47,11 @@ function mapRecord(record: Record<string, unknown>, index: number, context: Mapp
   const id = canonicalId(record[idField], () => where(context, index));
   const fields: Record<string, FieldValue> = Object.create(null);
   let segments: readonly CustomSegment[] = [];
+  const keep = context.keep;
   for (const key in record) {
     if (!Object.hasOwn(record, key) || key === idField) continue;
+    // A field left out by the selection goes no further: not even an error message may carry its value.
+    if (keep && !keep(key)) continue;
     const value = record[key];
     if (key === SEGMENTS_FIELD) {
       segments = mapSegments(value, () => `${where(context, index)} (post ${id})`);

@@ -1,7 +1,11 @@
+import { isIsoDate } from '../config.js';
 import { ExactNumber, type FieldValue, JsonDocument } from '../extract/post-record.js';
 
-/** The column types the loader creates; `other` is any type an operator set by hand (PostgreSQL validates it). */
-export type ColumnType = 'bigint' | 'numeric' | 'text' | 'boolean' | 'jsonb' | 'other';
+/**
+ * The column types the loader creates (`date` only for fields documented as dates: declared-types.ts); `other` is
+ * any type an operator set by hand (PostgreSQL validates it).
+ */
+export type ColumnType = 'bigint' | 'numeric' | 'text' | 'boolean' | 'jsonb' | 'date' | 'other';
 
 /** What a value needs: `int64` fits bigint, `bignum` is an integer beyond int64, `decimal` any other number. */
 export type ValueKind = 'int64' | 'bignum' | 'decimal' | 'string' | 'boolean' | 'json';
@@ -68,6 +72,9 @@ export function fitOf(type: ColumnType, kind: ValueKind): Fit {
       return kind === 'boolean' || kind === 'json' ? 'mismatch' : 'ok';
     case 'boolean':
       return kind === 'boolean' ? 'ok' : 'mismatch';
+    case 'date':
+      // Which strings are dates is decided per value (isColumnDate): the kind alone cannot tell.
+      return kind === 'string' ? 'ok' : 'mismatch';
     case 'jsonb':
     case 'other':
       return 'ok';
@@ -82,8 +89,17 @@ export function columnTypeOf(formatted: string): ColumnType {
     case 'text':
     case 'boolean':
     case 'jsonb':
+    case 'date':
       return formatted;
     default:
       return 'other';
   }
+}
+
+/**
+ * True for a string a date column takes as the API's date: YYYY-MM-DD, a real calendar date, from year 1.
+ * PostgreSQL would also read '04/03/2026' or 'today', each in its own way; only the documented form is loaded.
+ */
+export function isColumnDate(text: string): boolean {
+  return isIsoDate(text) && text >= '0001-01-01';
 }

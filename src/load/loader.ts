@@ -23,6 +23,7 @@ import type { MappedPost } from '../extract/post-record.js';
 import type { Logger } from '../logger.js';
 import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './copy-encoding.js';
 import { asStoreError, withTransaction } from './database.js';
+import { type DeclaredType, declaredTypes } from './declared-types.js';
 import type { Target } from './migrate.js';
 import { LOCK_NOT_AVAILABLE, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as q from './queries.js';
@@ -92,11 +93,13 @@ export class Loader {
   readonly #pool: pg.Pool;
   readonly #target: Target;
   readonly #logger: Logger;
+  readonly #declared: ReadonlyMap<string, DeclaredType>;
 
   constructor(pool: pg.Pool, target: Target, logger: Logger) {
     this.#pool = pool;
     this.#target = target;
     this.#logger = logger;
+    this.#declared = declaredTypes(target.postIdField);
   }
 
   /**
@@ -190,7 +193,7 @@ export class Loader {
     try {
       signal?.throwIfAborted();
       let registry = await readRegistry(this.#pool, this.#target);
-      let plan = planPage(page.posts, registry, place);
+      let plan = planPage(page.posts, registry, place, this.#declared);
       for (let round = 0; plan.changes.length > 0; round++) {
         if (round >= 5)
           throw new StoreError(
@@ -199,7 +202,7 @@ export class Loader {
           );
         signal?.throwIfAborted();
         registry = await evolvePosts(this.#pool, this.#target, this.#logger, plan.changes, signal);
-        plan = planPage(page.posts, registry, place);
+        plan = planPage(page.posts, registry, place, this.#declared);
       }
       const columns = pageColumns(plan.fields, registry);
       const stats: EncodeStats = { nulReplaced: 0 };

@@ -39,6 +39,7 @@ const SQL_TYPES: Record<Exclude<ColumnType, 'other'>, string> = {
   text: 'text',
   boolean: 'boolean',
   jsonb: 'jsonb',
+  date: 'date',
 };
 
 /** The SQL spelling of a column type; `other` keeps the catalog's format_type text. */
@@ -64,10 +65,6 @@ export const readColumns = `SELECT a.attname::text AS name, format_type(a.atttyp
 
 export function addColumn(schema: string, table: string, column: string, type: string): string {
   return `ALTER TABLE ${qualified(schema, table)} ADD COLUMN ${id(column)} ${type}`;
-}
-
-export function widenToNumeric(schema: string, table: string, column: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ALTER COLUMN ${id(column)} TYPE numeric`;
 }
 
 export function alterColumnType(schema: string, table: string, column: string, type: string): string {
@@ -298,3 +295,30 @@ export function renameIndex(schema: string, index: string, to: string): string {
  * transactions, but always whole, so the stage and its progress row still agree, and those pages are read again.
  */
 export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';
+
+// ---- column retype ----------------------------------------------------------------------------------------
+
+/** $1 the qualified partitioned table: its partitions' names. */
+export const partitionsOf = `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+  WHERE i.inhparent = to_regclass($1) ORDER BY 1`;
+
+/** Keeps writers out of a table while readers go on. */
+export function lockShare(schema: string, table: string): string {
+  return `LOCK TABLE ${qualified(schema, table)} IN SHARE MODE`;
+}
+
+/** An empty table with the columns (types, NOT NULL, defaults) of another. */
+export function createLike(schema: string, table: string, like: string): string {
+  return `CREATE TABLE ${qualified(schema, table)} (LIKE ${qualified(schema, like)} INCLUDING DEFAULTS)`;
+}
+
+/** Copies every row, column by name: the copy's types take the values by assignment. */
+export function copyRows(schema: string, to: string, from: string, columns: readonly string[]): string {
+  const list = columns.map((c) => id(c)).join(', ');
+  return `INSERT INTO ${qualified(schema, to)} (${list}) SELECT ${list} FROM ${qualified(schema, from)}`;
+}
+
+/** The window's partition constraint as a CHECK, so that ATTACH PARTITION skips its validating scan. */
+export function addWindowCheck(schema: string, table: string, start: string): string {
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${id(`${table}_window_check`)} CHECK (_window_start = ${pg.escapeLiteral(start)})`;
+}

@@ -1,6 +1,7 @@
 /*
- * Schema evolution of the posts table: a field seen for the first time gets a nullable column typed from its
- * values (field-types.ts), a bigint column widens to numeric when a value needs it. The DDL runs in its own
+ * Schema evolution of the posts table: a field seen for the first time gets a nullable column of its declared
+ * type when the documentation names it (declared-types.ts), else typed from its values (field-types.ts); a bigint
+ * column widens to numeric when a value needs it, partition by partition (column-retype.ts). The DDL runs in its own
  * short transaction under a transaction-level advisory lock keyed by the schema, and re-reads the catalog
  * under that lock, so windows staging concurrently (in this process or another) add each column once.
  *
@@ -11,12 +12,14 @@
  * A field whose values are all null gets no column until a non-null value types it: its rows read NULL anyway.
  */
 import type pg from 'pg';
-import { DataError } from '../errors.js';
+import { DataError, oneLine } from '../errors.js';
 import type { MappedPost } from '../extract/post-record.js';
 import type { Logger } from '../logger.js';
 import { chooseColumnName } from './column-naming.js';
+import { retypeColumn } from './column-retype.js';
 import { withTransaction } from './database.js';
-import { type ColumnType, columnTypeFor, columnTypeOf, fitOf, kindOf } from './field-types.js';
+import type { DeclaredType } from './declared-types.js';
+import { type ColumnType, columnTypeFor, columnTypeOf, fitOf, isColumnDate, kindOf } from './field-types.js';
 import type { Target } from './migrate.js';
 import { DUPLICATE_COLUMN, sqlState } from './pg-error-codes.js';
 import * as q from './queries.js';
@@ -80,7 +83,12 @@ export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Targ
  * Types the fields of a page against the registry: which columns the page needs, which must be added or
  * widened first. Throws DataError('FIELD_TYPE_MISMATCH') for a value no column type here can take.
  */
-export function planPage(posts: readonly MappedPost[], registry: Registry, place: PagePlace): PagePlan {
+export function planPage(
+  posts: readonly MappedPost[],
+  registry: Registry,
+  place: PagePlace,
+  declared: ReadonlyMap<string, DeclaredType> = new Map(),
+): PagePlan {
   const types = new Map<string, ColumnType>();
   const added = new Set<string>();
   for (let i = 0; i < posts.length; i++) {
@@ -94,14 +102,19 @@ export function planPage(posts: readonly MappedPost[], registry: Registry, place
         const info = registry.byField.get(field);
         if (info?.exists) type = info.type;
         else {
-          type = columnTypeFor(kind);
+          type = declared.get(field) ?? columnTypeFor(kind);
           added.add(field);
         }
         types.set(field, type);
       }
       const f = fitOf(type, kind);
       if (f === 'widen') types.set(field, 'numeric');
-      else if (f === 'mismatch') {
+      else if (type === 'date' && typeof value === 'string' && !isColumnDate(value)) {
+        throw new DataError(
+          'FIELD_TYPE_MISMATCH',
+          `field ${JSON.stringify(field)} holds ${JSON.stringify(oneLine(value, 40))} in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is date: the API documents dates as YYYY-MM-DD`,
+        );
+      } else if (f === 'mismatch') {
         throw new DataError(
           'FIELD_TYPE_MISMATCH',
           `field ${JSON.stringify(field)} holds a ${kind} value in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
@@ -134,7 +147,8 @@ export async function evolvePosts(
 ): Promise<Registry> {
   for (let attempt = 1; ; attempt++) {
     const added: { field: string; column: string; type: ColumnType }[] = [];
-    const widened: { field: string; column: string }[] = [];
+    const widened: { field: string; column: string; partitions: number; copyMs: number; swapMs: number }[] =
+      [];
     let fresh: Registry;
     try {
       fresh = await withTransaction(pool, signal, async (client) => {
@@ -150,8 +164,18 @@ export async function evolvePosts(
             if (!info) await client.query(q.registerField(target.schema), [change.field, column]);
             added.push({ field: change.field, column, type: change.type });
           } else if (change.action === 'widen' && info?.type === 'bigint') {
-            await client.query(q.widenToNumeric(target.schema, 'posts', info.column));
-            widened.push({ field: change.field, column: info.column });
+            const result = await retypeColumn(
+              client,
+              {
+                schema: target.schema,
+                table: 'posts',
+                column: info.column,
+                type: 'numeric',
+                key: [target.postIdField, '_window_start'],
+              },
+              signal === undefined ? {} : { signal },
+            );
+            widened.push({ field: change.field, column: info.column, ...result });
           }
         }
         return added.length + widened.length > 0 ? await readRegistry(client, target) : registry;

@@ -6,6 +6,7 @@ import { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
 import { fetchDimensions, validateFilters } from '../extract/dimensions.js';
+import { ALL_FIELDS, fieldFilter } from '../extract/field-selection.js';
 import { canonicalFilters, type Filters } from '../extract/filters.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
@@ -37,6 +38,7 @@ import {
   type TargetState,
   writeTarget,
 } from './state.js';
+import { applyFieldSelection, checkFieldSelection, readStoredFields } from './target-fields.js';
 import { Watchdog } from './watchdog.js';
 import { planWindows, type Window, type WindowGroup, windowKey } from './windows.js';
 
@@ -173,16 +175,26 @@ async function prepareRun(
   const stored = await peekTarget(pool, schema);
   const range = request.resolve(request.reset || stored === null ? NOTHING_LOADED : stored.history);
   checkTarget(stored?.target ?? null, config, filters, request.reset);
+  const fields = checkFieldSelection(
+    config,
+    await readStoredFields(pool, schema, stored !== null),
+    request.reset,
+  );
   await migrate(pool, { schema, postIdField: config.api.postIdField }, logger, signal);
   let reset: ResetCounts | undefined;
   let cursor: string | null = null;
   if (request.reset) {
-    reset = await withTransaction(pool, signal, (client) =>
-      resetTarget(client, schema, config.api.postIdField, filters),
-    );
+    reset = await withTransaction(pool, signal, async (client) => {
+      const counts = await resetTarget(client, schema, config.api.postIdField, filters);
+      await applyFieldSelection(client, schema, fields);
+      return counts;
+    });
     logger.warn({ reset }, 'starting over (--reset): the schema was cleared');
   } else if (stored === null) {
-    await writeTarget(pool, schema, config.api.postIdField, filters);
+    await withTransaction(pool, signal, async (client) => {
+      await writeTarget(client, schema, config.api.postIdField, filters);
+      await applyFieldSelection(client, schema, fields);
+    });
   } else {
     cursor = stored.target.cursorDate;
   }
@@ -566,6 +578,7 @@ class RunWindow {
     log: Logger,
   ): Promise<Staged> {
     const postIdField = this.context.config.api.postIdField;
+    const keep = fieldFilter(this.context.config.run.fields ?? ALL_FIELDS);
     let posts = 0;
     let count = 0;
     watchdog.waitingFor(`a page of report ${reportId}`);
@@ -573,7 +586,7 @@ class RunWindow {
     let writing: Promise<void> | undefined;
     try {
       for await (const page of pages) {
-        const mapped = mapRecords(page.records, { postIdField, window, page: page.index });
+        const mapped = mapRecords(page.records, { postIdField, window, page: page.index, keep });
         // The pager counts pages from 1, as messages do; the stage counts from 0.
         const prepared = await this.loader.preparePage(
           window,

@@ -13,6 +13,7 @@ export const CORRUPTION_KINDS = [
   'wrong-type',
   'nul-characters',
   'huge-string',
+  'not-a-date',
 ] as const;
 
 /**

@@ -44,6 +44,8 @@ export const CORRUPT_VALUES = Object.freeze({
   wrongTypeAssetId: 'n/a',
   /** `status` of 'nul-characters'. */
   nulStatus: 'In\u0000Flight\u0000',
+  /** `date_captured` of 'not-a-date' (documented as YYYY-MM-DD). */
+  notADate: 'not-a-date',
 });
 
 /** Characters of the 'huge-string' value at least: 10 MiB. */
@@ -162,6 +164,10 @@ export function corruptPageBody(kind: CorruptionKind, page: Page, idKeyJson: str
     case 'huge-string':
       return withFirstRecord(page, idKeyJson, (record) =>
         withField(record, 'creative_link', hugeStringJsonText()),
+      );
+    case 'not-a-date':
+      return withFirstRecord(page, idKeyJson, (record) =>
+        withField(record, 'date_captured', JSON.stringify(CORRUPT_VALUES.notADate)),
       );
   }
 }

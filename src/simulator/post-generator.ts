@@ -137,8 +137,16 @@ export class PostGenerator {
   };
   #lastDay = Number.NaN;
   #lastDate = '';
+  readonly #wholeSpendThroughDay: number;
 
-  constructor(organization: Organization, seed: number, idField: string) {
+  /** `wholeSpendThroughDay`: posts dated up to this day have whole-number spends (no fraction digits). */
+  constructor(
+    organization: Organization,
+    seed: number,
+    idField: string,
+    wholeSpendThroughDay = Number.NEGATIVE_INFINITY,
+  ) {
+    this.#wholeSpendThroughDay = wholeSpendThroughDay;
     this.#organization = organization;
     this.#seed = seed;
     this.#idKeyJson = JSON.stringify(idField);
@@ -265,7 +273,10 @@ export class PostGenerator {
     // A revision restates the figures (spend, metrics, their presence) and keeps the post's identity above.
     if (revision > 0) random = new Random(mixSeed(this.#seed, day, index, REVISION_STREAM, revision));
     if (inFlight && random.chance(0.9)) {
-      w.number('total_spend', `${random.int(50_000)}.${pad(random.int(100), 2)}`);
+      const units = random.int(50_000);
+      // Both draws happen either way, so that the figures after the spend stay those of the same seed.
+      const cents = pad(random.int(100), 2);
+      w.number('total_spend', day <= this.#wholeSpendThroughDay ? String(units) : `${units}.${cents}`);
       w.plain('currency', CURRENCIES[market] ?? 'USD');
     }
     w.plain('date_captured', this.#date(day));

@@ -57,6 +57,11 @@ export interface SimulatorOptions {
   postIdField?: string;
   /** Default: Region and "Campaign Type". An empty array configures none. */
   segmentDimensions?: { name: string; values: string[] }[];
+  /**
+   * Posts dated up to this date (YYYY-MM-DD) have whole-number spends (`1234`), later ones decimals (`1234.56`),
+   * as a real history whose first weeks happen to be whole. Default: decimals throughout.
+   */
+  wholeSpendThrough?: string;
   /** All off by default. */
   faults?: Partial<Faults>;
 }
@@ -142,6 +147,7 @@ function validateOptions(options: SimulatorOptions): void {
     check(Number.isFinite(value) && value >= 0, `${name} must be a non-negative number, got ${value}`);
   }
   check(options.postIdField === undefined || options.postIdField.length > 0, 'postIdField must not be empty');
+  if (options.wholeSpendThrough !== undefined) day(options.wholeSpendThrough);
   const names = new Set<string>();
   for (const dimension of options.segmentDimensions ?? []) {
     check(
@@ -201,7 +207,12 @@ class Simulator {
     const seed = options.seed ?? 1;
     const idField = options.postIdField ?? 'platform_post_id';
     this.#organization = createOrganization(seed, options.segmentDimensions ?? DEFAULT_SEGMENT_DIMENSIONS);
-    this.#generator = new PostGenerator(this.#organization, seed, idField);
+    this.#generator = new PostGenerator(
+      this.#organization,
+      seed,
+      idField,
+      options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
+    );
     this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
     this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
     this.#faultRandom = new Random(mixSeed(seed, 0xfa17));

@@ -247,6 +247,15 @@ const pageCases: readonly PageCase[] = [
     ),
     attempts: 1,
   },
+  {
+    // date_captured is documented as a date: its column is one, and a value that is none fails the window.
+    kind: 'not-a-date',
+    code: 'FIELD_TYPE_MISMATCH',
+    says: new RegExp(
+      `: field "date_captured" holds "not-a-date" in post \\d+ of window ${W_PATTERN} page 1, but its column is date: the API documents dates as YYYY-MM-DD$`,
+    ),
+    attempts: 1,
+  },
 ];
 
 // Served by the simulator and loaded with a repair (below) rather than failing the window.

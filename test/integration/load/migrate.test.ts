@@ -9,7 +9,12 @@ import { captureLogger } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const { logger } = captureLogger();
-const ALL = ['001_initial.sql', '002_window_partitions.sql', '003_window_attempts.sql'];
+const ALL = [
+  '001_initial.sql',
+  '002_window_partitions.sql',
+  '003_window_attempts.sql',
+  '004_field_selection.sql',
+];
 
 describe('migrate', () => {
   it('creates the schema and tables once, even when two processes start together', async () => {
@@ -105,10 +110,7 @@ describe('migrate', () => {
     const before = await db.pool.query(
       'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
     );
-    expect((await migrate(db.pool, target, logger)).applied).toEqual([
-      '002_window_partitions.sql',
-      '003_window_attempts.sql',
-    ]);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(ALL.slice(1));
     const after = await db.pool.query(
       'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
     );
@@ -151,7 +153,7 @@ describe('migrate', () => {
         ('2026-01-26', '2026-02-01', '{}', 'stopped-d', 'pending', NULL),
         ('2026-02-02', '2026-02-08', '{}', 'failed-e', 'failed', NULL);
     `);
-    expect((await migrate(db.pool, target, logger)).applied).toEqual(['003_window_attempts.sql']);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(ALL.slice(2));
     const { rows } = await db.pool.query(
       `SELECT window_start::text AS start, report_id, attempt_report_id, loaded_through::text AS through
          FROM attempts.report_windows ORDER BY window_start`,

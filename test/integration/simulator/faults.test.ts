@@ -229,9 +229,14 @@ describe('corrupt pages', () => {
       expect((link as string).length).toBeGreaterThanOrEqual(HUGE_STRING_MIN_LENGTH);
       expect(link === hugeStringValue()).toBe(true);
     },
+    'not-a-date': (text) => {
+      const records = data(text) as Record<string, unknown>[];
+      expect(records[0]?.date_captured).toBe(CORRUPT_VALUES.notADate);
+      expect(records.slice(1).every((r) => /^\d{4}-\d{2}-\d{2}$/.test(String(r.date_captured)))).toBe(true);
+    },
   };
   // Record-level corruptions change one record and leave the page well-formed, every post still on it.
-  const recordLevel = new Set<CorruptionKind>(['wrong-type', 'nul-characters', 'huge-string']);
+  const recordLevel = new Set<CorruptionKind>(['wrong-type', 'nul-characters', 'huge-string', 'not-a-date']);
 
   it('has a check for every corruption kind', () => {
     expect(Object.keys(checks).sort()).toEqual([...CORRUPTION_KINDS].sort());
