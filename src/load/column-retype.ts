@@ -81,13 +81,17 @@ export async function retypeColumn(
   signal?.throwIfAborted();
   // Bounded by lock_timeout: a reader that never lets go fails the widening (and the window), it does not hang it.
   await client.query(q.lockExclusive(schema, table, false));
-  for (const { partition } of copies) await client.query(q.dropTable(schema, partition.name));
-  await client.query(q.alterColumnType(schema, table, column, type));
-  for (const { partition, copy } of copies) {
-    await client.query(q.renameTable(schema, copy, partition.name));
-    await client.query(q.renameIndex(schema, `${copy}_pkey`, `${partition.name}_pkey`));
-    await client.query(q.attachPartition(schema, table, partition.name, partition.start));
-  }
+  // Readers wait from here on: the swap is sent as one batch, so that it costs no round trip per window.
+  const swap = [
+    ...copies.map(({ partition }) => q.dropTable(schema, partition.name)),
+    q.alterColumnType(schema, table, column, type),
+    ...copies.flatMap(({ partition, copy }) => [
+      q.renameTable(schema, copy, partition.name),
+      q.renameIndex(schema, `${copy}_pkey`, `${partition.name}_pkey`),
+      q.attachPartition(schema, table, partition.name, partition.start),
+    ]),
+  ];
+  await client.query(swap.join(';\n'));
   return { partitions: partitions.length, copyMs: copied - started, swapMs: Date.now() - copied };
 }
 
