@@ -142,9 +142,11 @@ function seconds(ms: number): string {
 function table(rows: readonly (readonly string[])[]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   const line = (r: readonly string[]) => `| ${r.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`;
-  return [line(rows[0]!), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)].join(
-    '\n',
-  );
+  return [
+    line(rows[0]!),
+    `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
+    ...rows.slice(1).map(line),
+  ].join('\n');
 }
 
 async function main(): Promise<void> {

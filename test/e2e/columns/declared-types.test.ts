@@ -113,7 +113,7 @@ describe('declared types of documented fields (the built CLI)', () => {
     expect(dated.rows[0]?.ok).toBe(true);
   });
 
-  it('widens an older schema\'s bigint total_spend when a decimal first needs it, and only then', async () => {
+  it("widens an older schema's bigint total_spend when a decimal first needs it, and only then", async () => {
     const schema = 'older';
     await backfill(schema, WEEKS[0]);
     // As an older connector typed them from whole first values.

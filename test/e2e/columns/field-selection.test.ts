@@ -56,7 +56,9 @@ function valuesOf(posts: readonly SimulatorPost[], fields: readonly string[]): s
   return [...values];
 }
 
-const PG_DUMP = ['/usr/lib/postgresql/15/bin/pg_dump', 'pg_dump'].find((p) => p === 'pg_dump' || existsSync(p));
+const PG_DUMP = ['/usr/lib/postgresql/15/bin/pg_dump', 'pg_dump'].find(
+  (p) => p === 'pg_dump' || existsSync(p),
+);
 
 /** The whole test database as pg_dump writes it: schema, every table's rows, and whatever else it holds. */
 async function dump(): Promise<string> {
@@ -86,7 +88,7 @@ async function statusFields(schema: string): Promise<unknown> {
 }
 
 describe('field selection (the built CLI)', () => {
-  it('--exclude-fields: the values are written nowhere, a killed run\'s stage included', async () => {
+  it("--exclude-fields: the values are written nowhere, a killed run's stage included", async () => {
     const schema = 'private';
     const secrets = valuesOf(reference(), PRIVATE);
     expect(secrets.length).toBeGreaterThan(10);
@@ -118,7 +120,13 @@ describe('field selection (the built CLI)', () => {
     const cols = await columns(schema);
     expect(cols).not.toContain('name');
     expect(cols).not.toContain('email');
-    expect(cols.slice(0, 5)).toEqual(['platform_post_id', '_window_start', '_window_end', '_report_id', '_loaded_at']);
+    expect(cols.slice(0, 5)).toEqual([
+      'platform_post_id',
+      '_window_start',
+      '_window_end',
+      '_report_id',
+      '_loaded_at',
+    ]);
 
     const loaded = await dump();
     const output = killedResult.stdout + killedResult.stderr + resumed.stdout + resumed.stderr;
@@ -151,7 +159,10 @@ describe('field selection (the built CLI)', () => {
     }));
     const check = await compareWithReference(db.pool, schema, expected);
     expect(check.problems).toEqual([]);
-    expect(await statusFields(schema)).toEqual({ mode: 'include', fields: ['brand', 'currency', 'total_spend'] });
+    expect(await statusFields(schema)).toEqual({
+      mode: 'include',
+      fields: ['brand', 'currency', 'total_spend'],
+    });
     // The same selection spelled another way is the same selection.
     const again = await run([...backfill, '--reload', '--fields', 'currency,brand,total_spend'], schema);
     expect(again.code, again.stderr).toBe(0);
@@ -224,6 +235,8 @@ describe('field selection (the built CLI)', () => {
     // Back to every field: refused again without --reset.
     const back = await run(backfill, schema);
     expect(back.code).toBe(2);
-    expect(errorLines(back)[0]).toMatch(/was loaded with all fields but "email", "name", this run has all fields: pass --reset/);
+    expect(errorLines(back)[0]).toMatch(
+      /was loaded with all fields but "email", "name", this run has all fields: pass --reset/,
+    );
   });
 });
