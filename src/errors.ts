@@ -6,8 +6,13 @@ export type ErrorCode =
   | 'CONFIG_INVALID'
   | 'FILTER_INVALID'
   | 'FILTERS_CHANGED'
+  // what the run is given to work with, checked before anything is written (preflight), or met mid-run
+  | 'TOKEN_REJECTED'
+  | 'DB_VERSION_UNSUPPORTED'
+  | 'DB_PRIVILEGE_MISSING'
   // the API
   | 'API_HTTP_ERROR'
+  | 'REPORT_REJECTED'
   | 'API_NETWORK_ERROR'
   | 'API_TIMEOUT'
   | 'REPORT_FAILED'

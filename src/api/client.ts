@@ -4,7 +4,7 @@ import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { parseExactJson } from './exact-json.js';
-import { HttpError } from './http-error.js';
+import { HttpError, isTokenRejection } from './http-error.js';
 import { retryAfterMs } from './retry-after.js';
 import { isRetryable } from './retry-policy.js';
 
@@ -201,7 +201,10 @@ export class ApiClient {
       const location = this.scrub(oneLine(headers.get('location') ?? '(no location)', 200));
       detail = `a redirect to ${location}, not followed so that the token stays with the configured host`;
     }
-    return new HttpError(`${endpoint} answered ${status} (attempt ${attempt}): ${detail}`, {
+    const what = isTokenRejection(status)
+      ? `the API rejected the token (${SETTINGS.token.env}): ${detail}`
+      : detail;
+    return new HttpError(`${endpoint} answered ${status} (attempt ${attempt}): ${what}`, {
       status,
       endpoint,
       body,

@@ -1,5 +1,6 @@
-import { ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
-import { EXIT, type RunStatus, type RunSummary } from '../pipeline/run-summary.js';
+import { ConfigError, EtlError, oneLine } from '../errors.js';
+import { EXIT, exitFor } from '../pipeline/exit-codes.js';
+import type { RunStatus, RunSummary } from '../pipeline/run-summary.js';
 
 /** Where a command writes: stdout carries only the summary line; people read stderr. */
 export interface Io {
@@ -9,17 +10,19 @@ export interface Io {
   readonly signal: AbortSignal;
 }
 
-/** Maps an error that stopped a command to its exit code and status. */
+/** Maps an error that stopped a command to its exit code (exitFor decides) and status. */
 export function classify(error: unknown): { exitCode: number; status: RunStatus; code: string } {
-  if (error instanceof ConfigError) return { exitCode: EXIT.usage, status: 'invalid', code: error.code };
-  if (error instanceof StoreError && error.code === 'LOCK_HELD') {
-    return { exitCode: EXIT.lockHeld, status: 'lock_held', code: error.code };
-  }
-  if (error instanceof EtlError && error.code === 'ABORTED') {
-    return { exitCode: EXIT.interrupted, status: 'interrupted', code: error.code };
-  }
-  if (error instanceof EtlError) return { exitCode: EXIT.failed, status: 'failed', code: error.code };
-  return { exitCode: EXIT.failed, status: 'failed', code: 'UNEXPECTED' };
+  const exitCode = exitFor({ error });
+  const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
+  const status: RunStatus =
+    exitCode === EXIT.usage
+      ? 'invalid'
+      : exitCode === EXIT.lockHeld
+        ? 'lock_held'
+        : exitCode === EXIT.interrupted
+          ? 'interrupted'
+          : 'failed';
+  return { exitCode, status, code };
 }
 
 /** One line per problem on stderr, prefixed so that it stands out in a scheduler's log. */

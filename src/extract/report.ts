@@ -40,7 +40,12 @@ export async function createReport(
   signal?: AbortSignal,
 ): Promise<CreatedReport> {
   const body = { start_date: window.start, end_date: window.end, ...filtersToRequest(filters) };
-  const answer = await client.postJson(REPORTS_PATH, body, signal ? { signal } : {});
+  let answer: unknown;
+  try {
+    answer = await client.postJson(REPORTS_PATH, body, signal ? { signal } : {});
+  } catch (error) {
+    throw error instanceof ApiError && error.status === 400 ? refused(window, error) : error;
+  }
   const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
   const id = reportIdText(fields.id);
   if (id === undefined) {
@@ -50,6 +55,38 @@ export async function createReport(
     );
   }
   return { id, status: typeof fields.status === 'string' ? fields.status : 'UNKNOWN' };
+}
+
+/**
+ * A 400 on creation is the API refusing this window's request (the spec's case: a segment filter the organization
+ * no longer has): the window fails with the API's own message, which says what to change.
+ */
+function refused(window: { start: string; end: string }, error: ApiError): ApiError {
+  return new ApiError(
+    'REPORT_REJECTED',
+    `the API refused the report for ${window.start}..${window.end} (400): ${apiMessage(error.body)}`,
+    {
+      status: 400,
+      ...(error.endpoint === undefined ? {} : { endpoint: error.endpoint }),
+      ...(error.body === undefined ? {} : { body: error.body }),
+      cause: error,
+    },
+  );
+}
+
+/** The message of an error body: `error.message` or `message` when the body is JSON with one, else the body. */
+export function apiMessage(body: string | undefined): string {
+  if (body === undefined || body === '') return '(empty body)';
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (isRecord(parsed)) {
+      const inner = isRecord(parsed.error) ? parsed.error.message : parsed.message;
+      if (typeof inner === 'string' && inner !== '') return inner;
+    }
+  } catch {
+    // Not JSON: the body as it came (already one line and scrubbed by the client).
+  }
+  return body;
 }
 
 export interface WaitOptions {

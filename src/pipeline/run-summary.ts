@@ -1,14 +1,6 @@
 import type { Window } from './windows.js';
 
-/** Exit codes of the CLI; orchestrators act on these. */
-export const EXIT = {
-  ok: 0,
-  failed: 1,
-  usage: 2,
-  partial: 3,
-  lockHeld: 4,
-  interrupted: 130,
-} as const;
+export { EXIT } from './exit-codes.js';
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted' | 'lock_held' | 'invalid';
 
@@ -43,6 +35,7 @@ export interface RunSummary {
   readonly failures: readonly WindowFailure[];
   /** What --reset removed before loading: the windows that were loaded and their posts. */
   readonly reset?: { readonly windows: number; readonly posts: number };
+  /** Why the run could not start, or stopped before its windows were done (a rejected token). */
   readonly error?: { readonly code: string; readonly message: string };
 }
 

@@ -81,7 +81,7 @@ describe('ApiClient against the simulator', () => {
     const before = sim.stats().requests;
     const error = (await failure(() => fetchDimensions(client))) as ApiError;
     expect(requestsSince(before)).toBe(1);
-    expect(error.code).toBe('API_HTTP_ERROR');
+    expect(error.code).toBe('TOKEN_REJECTED');
     expect(error.status).toBe(401);
     expect(error.endpoint).toBe('GET /reports/posts/dimensions');
     expect(error.body).toContain('the bearer token is not valid');
