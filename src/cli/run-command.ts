@@ -68,6 +68,9 @@ export async function runWithProgress(
           })
         : await sync({ ...run, reset: args.reset ?? false });
     progress.stop();
+    if (summary.error !== undefined) {
+      io.stderr.write(`post-reports-etl: error: ${summary.error.code}: ${summary.error.message}\n`);
+    }
     for (const f of summary.failures) {
       io.stderr.write(`post-reports-etl: window failed: ${f.start}..${f.end}: ${f.code}: ${f.message}\n`);
     }

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
-import { fetchDimensions, validateFilters } from '../extract/dimensions.js';
+import { validateFilters } from '../extract/dimensions.js';
 import { ALL_FIELDS, fieldFilter } from '../extract/field-selection.js';
 import { canonicalFilters, type Filters } from '../extract/filters.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
@@ -16,9 +16,11 @@ import { Loader } from '../load/loader.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import type { Logger } from '../logger.js';
+import { exitFor } from './exit-codes.js';
+import { preflight } from './preflight.js';
 import { acquireRunLock } from './run-lock.js';
+import { RunStop } from './run-stop.js';
 import {
-  EXIT,
   type ProgressEvent,
   type RunStatus,
   type RunSummary,
@@ -111,8 +113,12 @@ interface LoadOutcome {
  * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
  * commits each group of windows atomically. Failing windows are retried, then reported; they never stop the others.
  */
-export async function executeRun(context: RunContext, request: RunRequest): Promise<RunSummary> {
-  const { config, signal } = context;
+export async function executeRun(outer: RunContext, request: RunRequest): Promise<RunSummary> {
+  const { config } = outer;
+  // Everything of the run listens to the stop's signal: SIGINT/SIGTERM, or a token the API rejects.
+  const stop = new RunStop(outer.signal);
+  const signal = stop.signal;
+  const context: RunContext = { ...outer, signal };
   const started = Date.now();
   const logger = context.logger.child({ runId: randomUUID(), command: request.command });
   const filters = canonicalFilters(config.run.filters);
@@ -123,14 +129,15 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
     },
   });
   logger.info('run started');
-  const dimensions = await fetchDimensions(api, signal);
-  validateFilters(filters, dimensions);
-
   const pool = createPool(config.db, logger, {
     max: config.run.concurrency + 2,
     applicationName: 'post-reports-etl',
   });
   try {
+    const dimensions = await preflight(api, pool, config.db.schema, signal).catch((error: unknown) => {
+      throw connectionError(config.db.url.reveal(), error);
+    });
+    validateFilters(filters, dimensions);
     const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, signal).catch(
       (error: unknown) => {
         throw connectionError(config.db.url.reveal(), error);
@@ -140,15 +147,16 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       const run = await prepareRun(pool, context, request, filters, logger);
       const target = { schema: config.db.schema, postIdField: config.api.postIdField };
       const loader = new Loader(pool, target, logger);
-      const runWindow = new RunWindow(context, api, loader, pool, filters, counters, logger);
+      const runWindow = new RunWindow(context, stop, api, loader, pool, filters, counters, logger);
       const outcome = await loadGroups(runWindow, run.groups, (group) =>
-        loader.commitWindows(group, signal, { today: request.today }),
+        loader.commitWindows(group, stop.child(), { today: request.today }),
       );
       const cursor =
-        request.moveCursor && !signal?.aborted
+        request.moveCursor && !signal.aborted
           ? await advanceCursor(pool, config.db.schema, run, outcome.failures)
           : run.cursor;
-      const summary = summarize(request, run, outcome, counters, cursor, started, signal);
+      const summary = summarize(request, run, outcome, counters, cursor, started, stop);
+      if (stop.cause !== undefined) logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
@@ -266,12 +274,20 @@ function summarize(
   counters: Counters,
   cursor: string | null,
   started: number,
-  signal: AbortSignal | undefined,
+  stop: RunStop,
 ): RunSummary {
   const { failures } = outcome;
-  const interrupted = signal?.aborted === true;
-  const status: RunStatus = interrupted ? 'interrupted' : failures.length > 0 ? 'partial' : 'succeeded';
-  const exitCode = interrupted ? EXIT.interrupted : failures.length > 0 ? EXIT.partial : EXIT.ok;
+  const stoppedBy = stop.cause;
+  const interrupted = stop.signal.aborted;
+  const status: RunStatus =
+    stoppedBy !== undefined
+      ? 'failed'
+      : interrupted
+        ? 'interrupted'
+        : failures.length > 0
+          ? 'partial'
+          : 'succeeded';
+  const exitCode = exitFor({ interrupted, failedWindows: failures.length, stoppedBy });
   return {
     command: request.command,
     status,
@@ -293,6 +309,9 @@ function summarize(
     cursor,
     failures,
     ...(run.reset === undefined ? {} : { reset: run.reset }),
+    ...(stoppedBy === undefined
+      ? {}
+      : { error: { code: stoppedBy.code, message: oneLine(stoppedBy.message) } }),
   };
 }
 
@@ -412,6 +431,7 @@ interface Staged {
 class RunWindow {
   constructor(
     private readonly context: RunContext,
+    private readonly stop: RunStop,
     private readonly api: ApiClient,
     private readonly loader: Loader,
     private readonly pool: pg.Pool,
@@ -465,22 +485,25 @@ class RunWindow {
   }
 
   async stage(window: Window): Promise<void> {
-    const { config, signal } = this.context;
+    const { config } = this.context;
+    const signal = this.stop.child();
     const log = this.logger.child({ window: windowKey(window) });
     const attempts = config.run.windowAttempts;
     for (let attempt = 1; ; attempt += 1) {
-      if (signal?.aborted)
+      if (signal.aborted)
         throw new EtlError('ABORTED', 'the run was interrupted before this window started');
       const started = Date.now();
       this.context.onProgress?.({ type: 'window-started', window, attempt });
       log.info({ attempt }, 'window started');
       try {
-        const { posts, pages } = await this.attempt(window, log);
+        const { posts, pages } = await this.attempt(window, signal, log);
         log.info({ attempt, posts, pages, stageMs: Date.now() - started }, 'window staged');
         return;
       } catch (error) {
+        // A rejected token stops every window now; this one too is interrupted, not failed.
+        this.stop.check(error);
         const failure = this.failure(window, error);
-        if (signal?.aborted) {
+        if (signal.aborted) {
           log.warn({ attempt }, 'window interrupted');
           await this.markInterrupted(window, signal.reason);
           throw error;
@@ -492,20 +515,16 @@ class RunWindow {
           throw error;
         }
         log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
-        await sleep(
-          Math.min(30_000, 1000 * 2 ** (attempt - 1)),
-          undefined,
-          signal ? { signal } : undefined,
-        ).catch(() => {});
+        await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
       }
     }
   }
 
-  private async attempt(window: Window, log: Logger): Promise<Staged> {
-    const { config, signal: runSignal } = this.context;
+  private async attempt(window: Window, windowSignal: AbortSignal, log: Logger): Promise<Staged> {
+    const { config } = this.context;
     const previous = await readWindow(this.pool, this.schema, window);
     await startAttempt(this.pool, this.schema, window, this.filters);
-    const watchdog = new Watchdog(config.run.stallTimeoutMs, runSignal);
+    const watchdog = new Watchdog(config.run.stallTimeoutMs, windowSignal);
     try {
       // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume.
       // A new load or reload always asks the API for a report: an earlier one may hold figures since restated.

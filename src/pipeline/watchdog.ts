@@ -6,22 +6,19 @@ import { EtlError } from '../errors.js';
  */
 export class Watchdog {
   readonly #controller = new AbortController();
+  readonly #signal: AbortSignal;
   readonly #timer: NodeJS.Timeout;
-  readonly #onParentAbort: () => void;
-  readonly #parent: AbortSignal | undefined;
   #lastProgress = Date.now();
   #waitingFor = 'the window to start';
   #stalled: EtlError | undefined;
 
   constructor(stallTimeoutMs: number, parent?: AbortSignal) {
-    this.#parent = parent;
-    this.#onParentAbort = () => this.#controller.abort(parent?.reason);
-    if (parent?.aborted) this.#controller.abort(parent.reason);
-    parent?.addEventListener('abort', this.#onParentAbort, { once: true });
+    // Linked, not listened to: a listener per window on the run's signal would outnumber Node's warning limit.
+    this.#signal = parent ? AbortSignal.any([parent, this.#controller.signal]) : this.#controller.signal;
     this.#timer = setInterval(
       () => {
         const idle = Date.now() - this.#lastProgress;
-        if (idle >= stallTimeoutMs && !this.#controller.signal.aborted) {
+        if (idle >= stallTimeoutMs && !this.#signal.aborted) {
           this.#stalled = new EtlError(
             'NO_PROGRESS',
             `no progress for ${Math.round(idle / 1000)} s while waiting for ${this.#waitingFor} (POST_REPORTS_STALL_TIMEOUT_MS)`,
@@ -35,7 +32,7 @@ export class Watchdog {
   }
 
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#signal;
   }
 
   progress(): void {
@@ -54,6 +51,5 @@ export class Watchdog {
 
   stop(): void {
     clearInterval(this.#timer);
-    this.#parent?.removeEventListener('abort', this.#onParentAbort);
   }
 }

@@ -27,6 +27,7 @@ import {
 import { type Report, ReportStore } from './report-store.js';
 import { type RecordedRequest, RequestLog, type SimulatorStats } from './request-log.js';
 import { Revisions } from './revisions.js';
+import { TokenRejection } from './token-rejection.js';
 
 export type { CorruptionKind, Faults } from './faults.js';
 export type { SegmentDimension } from './organization.js';
@@ -82,6 +83,17 @@ export interface RunningSimulator {
    * returns the earlier report.
    */
   reviseFigures(date: string): void;
+  /**
+   * The token stops being accepted: after `afterRequests` more requests (default 0), every request answers
+   * `status` (default 401) until acceptToken.
+   */
+  rejectToken(options?: { afterRequests?: number; status?: 401 | 403 }): void;
+  acceptToken(): void;
+  /**
+   * POST /reports/posts for a window starting on one of these dates answers 400 with `message` (the API
+   * refusing a request, as for a segment value the organization no longer has); an empty list ends it.
+   */
+  refuseReports(startDates: readonly string[], message?: string): void;
   /** POST /reports/posts answers 503 for `durationMs` of the simulator's clock, or until endCreationOutage. */
   startCreationOutage(durationMs?: number): void;
   endCreationOutage(): void;
@@ -192,6 +204,9 @@ class Simulator {
   readonly #reports: ReportStore;
   readonly #revisions = new Revisions();
   readonly #outage = new CreationOutage();
+  readonly #tokenRejection = new TokenRejection();
+  #refusedStartDates = new Set<string>();
+  #refusalMessage = '';
   readonly #log = new RequestLog();
   readonly #faultRandom: Random;
   readonly #token: Buffer;
@@ -247,6 +262,20 @@ class Simulator {
 
   reviseFigures(date: string): void {
     this.#revisions.revise(day(date));
+  }
+
+  rejectToken(afterRequests: number, status: 401 | 403): void {
+    this.#tokenRejection.start(afterRequests, status);
+  }
+
+  acceptToken(): void {
+    this.#tokenRejection.stop();
+  }
+
+  refuseReports(startDates: readonly string[], message: string): void {
+    for (const date of startDates) day(date);
+    this.#refusedStartDates = new Set(startDates);
+    this.#refusalMessage = message;
   }
 
   startCreationOutage(durationMs?: number): void {
@@ -343,6 +372,18 @@ class Simulator {
           ? 'the Authorization header is missing; send Authorization: Bearer <token>'
           : 'the bearer token is not valid';
       sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
+      return;
+    }
+    const rejection = this.#tokenRejection.next();
+    if (rejection !== null) {
+      this.#log.fault(`token-rejected-${rejection}`);
+      if (rejection === 401) {
+        sendError(response, 401, 'unauthorized', 'the bearer token has expired or was revoked', {
+          'www-authenticate': 'Bearer error="invalid_token"',
+        });
+      } else {
+        sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
+      }
       return;
     }
     const matched = route(method, url.pathname);
@@ -448,6 +489,10 @@ class Simulator {
     } catch (error) {
       if (!(error instanceof InvalidParamsError)) throw error;
       sendError(response, 400, 'invalid_request', error.message);
+      return;
+    }
+    if (this.#refusedStartDates.has(valid.params.start_date)) {
+      sendError(response, 400, 'invalid_request', this.#refusalMessage);
       return;
     }
     const now = this.now();
@@ -609,6 +654,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     addPosts: (date, n) => simulator.addPosts(date, n),
     removePosts: (date, n) => simulator.removePosts(date, n),
     reviseFigures: (date) => simulator.reviseFigures(date),
+    rejectToken: (rejection) => simulator.rejectToken(rejection?.afterRequests ?? 0, rejection?.status ?? 401),
+    acceptToken: () => simulator.acceptToken(),
+    refuseReports: (startDates, message) =>
+      simulator.refuseReports(startDates, message ?? 'the request is not valid for this organization'),
     startCreationOutage: (durationMs) => simulator.startCreationOutage(durationMs),
     endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),

@@ -1,0 +1,78 @@
+import type pg from 'pg';
+import type { ApiClient } from '../api/client.js';
+import { StoreError } from '../errors.js';
+import { type Dimensions, fetchDimensions } from '../extract/dimensions.js';
+import { readServerFacts, type ServerFacts } from '../load/server-facts.js';
+
+/** range_agg and the multirange operators of the window swap (src/load/queries.ts) came with PostgreSQL 14. */
+export const MIN_SERVER_VERSION_NUM = 140000;
+const MIN_SERVER_VERSION = '14';
+
+/**
+ * Checks, before any report is created and before anything is written, what no retry can fix: the token (the
+ * dimensions call, whose answer the run needs anyway), the server version, and the role's privileges on the
+ * database and the schema. Each failure is one line naming what was found and what is needed (exit 2).
+ */
+export async function preflight(
+  api: ApiClient,
+  pool: pg.Pool,
+  schema: string,
+  signal?: AbortSignal,
+): Promise<Dimensions> {
+  const dimensions = await fetchDimensions(api, signal);
+  await checkServer(pool, schema);
+  return dimensions;
+}
+
+/** The database half of the preflight (also run by `migrate`). */
+export async function checkServer(pool: pg.Pool, schema: string): Promise<void> {
+  const facts = await readServerFacts(pool, schema);
+  checkServerVersion(facts.versionNum, facts.version);
+  checkPrivileges(facts, schema);
+}
+
+/** Throws StoreError('DB_VERSION_UNSUPPORTED') for a server older than the SQL needs. */
+export function checkServerVersion(versionNum: number, version: string): void {
+  if (versionNum >= MIN_SERVER_VERSION_NUM) return;
+  throw new StoreError(
+    'DB_VERSION_UNSUPPORTED',
+    `PostgreSQL ${version.split(' ')[0]} found; post-reports-etl needs PostgreSQL ${MIN_SERVER_VERSION} or later (its window swap uses multiranges)`,
+  );
+}
+
+/** Throws StoreError('DB_PRIVILEGE_MISSING') naming the role, the object and the privilege it lacks. */
+export function checkPrivileges(facts: ServerFacts, schema: string): void {
+  const role = quote(facts.role);
+  const database = quote(facts.database);
+  const target = quote(schema);
+  if (!facts.schemaExists) {
+    if (facts.canCreateSchema) return;
+    throw missing(
+      `role ${role} lacks CREATE on database ${database}, needed to create schema ${target}: GRANT CREATE ON DATABASE ${database} TO ${role}, or CREATE SCHEMA ${target} AUTHORIZATION ${role}`,
+    );
+  }
+  const lacking = [
+    ...(facts.schemaUsage ? [] : ['USAGE']),
+    ...(facts.schemaCreate ? [] : ['CREATE']),
+  ];
+  if (lacking.length > 0) {
+    throw missing(
+      `role ${role} lacks ${lacking.join(' and ')} on schema ${target}: GRANT USAGE, CREATE ON SCHEMA ${target} TO ${role}`,
+    );
+  }
+  const [first, ...others] = facts.foreignTables;
+  if (first !== undefined) {
+    const more = others.length === 0 ? '' : ` (and ${others.map((t) => quote(t.table)).join(', ')})`;
+    throw missing(
+      `role ${role} does not own table ${target}.${quote(first.table)}${more}, owned by ${quote(first.owner)}: the connector alters, attaches and drops its tables, which needs their owner's privileges: ALTER TABLE ${target}.${quote(first.table)} OWNER TO ${role}, or GRANT ${quote(first.owner)} TO ${role}`,
+    );
+  }
+}
+
+function missing(message: string): StoreError {
+  return new StoreError('DB_PRIVILEGE_MISSING', message);
+}
+
+function quote(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
