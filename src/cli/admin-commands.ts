@@ -2,9 +2,10 @@ import { ApiClient } from '../api/client.js';
 import type { Flags } from '../config.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import type { FieldSelection } from '../extract/field-selection.js';
-import { createPool } from '../load/database.js';
+import { asStoreError, createPool } from '../load/database.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { checkServer } from '../pipeline/preflight.js';
 import { listWindows, readTarget } from '../pipeline/state.js';
 import { readSelection } from '../pipeline/target-fields.js';
 import { commandContext } from './context.js';
@@ -26,6 +27,9 @@ export function migrateCommand(io: Io, flags: Flags): Promise<number> {
     const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
     const pool = createPool(config.db, logger, { max: 1 });
     try {
+      await checkServer(pool, config.db.schema).catch((error: unknown) => {
+        throw asStoreError('reading the server version and privileges', error);
+      });
       const { applied } = await migrate(
         pool,
         { schema: config.db.schema, postIdField: config.api.postIdField },
