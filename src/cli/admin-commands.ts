@@ -1,13 +1,10 @@
 import { ApiClient } from '../api/client.js';
 import type { Flags } from '../config.js';
 import { fetchDimensions } from '../extract/dimensions.js';
-import type { FieldSelection } from '../extract/field-selection.js';
 import { asStoreError, createPool } from '../load/database.js';
 import { migrate } from '../load/migrate.js';
-import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { checkServer } from '../pipeline/preflight.js';
-import { listWindows, readTarget } from '../pipeline/state.js';
-import { readSelection } from '../pipeline/target-fields.js';
+import { readSchemaStatus } from '../pipeline/schema-status.js';
 import { commandContext } from './context.js';
 import { classify, type Io, printError } from './run-output.js';
 
@@ -43,49 +40,31 @@ export function migrateCommand(io: Io, flags: Flags): Promise<number> {
   });
 }
 
-/** `status`: windows loaded, failed and in progress, and the cursor. */
+/** `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the run. */
 export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
   return guarded(io, async () => {
     const { config, logger } = commandContext(flags, { db: true }, io.signal);
     const pool = createPool(config.db, logger, { max: 1 });
     try {
-      const schema = config.db.schema;
-      let target: Awaited<ReturnType<typeof readTarget>> = null;
-      let windows: Awaited<ReturnType<typeof listWindows>> = [];
-      let fields: FieldSelection | null = null;
-      try {
-        target = await readTarget(pool, schema);
-        windows = await listWindows(pool, schema);
-        if (target !== null) fields = await readSelection(pool, schema);
-      } catch (error) {
-        if (sqlState(error) !== UNDEFINED_TABLE) throw error;
-      }
-      const count = (pred: (w: (typeof windows)[number]) => boolean) => windows.filter(pred).length;
-      const report = {
-        schema,
-        cursor: target?.cursorDate ?? null,
-        filters: target?.filters ?? null,
-        fields,
-        windows: {
-          loaded: count((w) => w.rowCount !== null),
-          failed: count((w) => w.status === 'failed'),
-          inProgress: count((w) => w.status === 'extracting' || w.status === 'staging'),
-        },
-        posts: windows.reduce((n, w) => n + (w.rowCount ?? 0), 0),
-        details: windows,
-      };
+      const status = await readSchemaStatus(pool, config.db.schema);
       if (json) {
-        io.stdout.write(`${JSON.stringify(report)}\n`);
+        io.stdout.write(`${JSON.stringify(status)}\n`);
         return;
       }
+      const { windows: n, run } = status;
+      const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
+      const running =
+        run === null
+          ? 'no run in progress'
+          : `a run in progress (PostgreSQL backend ${run.pid}${run.since === null ? '' : ` since ${run.since.toISOString()}`})`;
       io.stdout.write(
-        `schema ${schema}: ${report.windows.loaded} windows loaded, ${report.windows.failed} failed, ${report.windows.inProgress} in progress; ${report.posts} posts; cursor ${report.cursor ?? '(none)'}\n`,
+        `schema ${status.schema}: ${n.loaded} windows loaded, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${status.posts} posts; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
       );
-      for (const w of windows) {
+      for (const w of status.details) {
         const rows = w.rowCount === null ? '-' : String(w.rowCount);
         const error = w.lastError ? `  ${w.lastError}` : '';
         io.stdout.write(
-          `${w.start}..${w.end}  ${w.status.padEnd(10)} rows ${rows.padStart(8)}  attempts ${w.attempts}${error}\n`,
+          `${w.start}..${w.end}  ${w.standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${error}\n`,
         );
       }
     } finally {

@@ -6,10 +6,12 @@ import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
 import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAGS } from './flags.js';
 import { runCommand } from './run-command.js';
-import type { Io } from './run-output.js';
+import { type Io, quietOnClosedPipe } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
 
 const io: Io = { stdout: process.stdout, stderr: process.stderr, signal: interruptSignal() };
+quietOnClosedPipe(process.stdout);
+quietOnClosedPipe(process.stderr);
 
 const progressOption = () =>
   new Option(

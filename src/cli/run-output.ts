@@ -35,3 +35,14 @@ export function printError(io: Io, error: unknown): void {
 export function printSummary(io: Io, summary: RunSummary | Record<string, unknown>): void {
   io.stdout.write(`${JSON.stringify(summary)}\n`);
 }
+
+/**
+ * A reader that stops early (`status | head -5`) closes the pipe: what is left to print has nowhere to go, and
+ * that is not the command's failure. Its exit code stays the command's own.
+ */
+export function quietOnClosedPipe(stream: NodeJS.WritableStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+    throw error;
+  });
+}

@@ -65,9 +65,7 @@ export async function readServerFacts(db: Queryable, schema: string): Promise<Se
   const { rows } = await db.query<FactsRow>(FACTS, [schema]);
   const row = rows[0];
   if (row === undefined) throw new Error('the server answered no row to a one-row query');
-  const foreign = row.schema_exists
-    ? (await db.query<ForeignTable>(FOREIGN_TABLES, [schema])).rows
-    : [];
+  const foreign = row.schema_exists ? (await db.query<ForeignTable>(FOREIGN_TABLES, [schema])).rows : [];
   return {
     versionNum: row.version_num,
     version: row.version,

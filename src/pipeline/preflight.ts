@@ -51,10 +51,7 @@ export function checkPrivileges(facts: ServerFacts, schema: string): void {
       `role ${role} lacks CREATE on database ${database}, needed to create schema ${target}: GRANT CREATE ON DATABASE ${database} TO ${role}, or CREATE SCHEMA ${target} AUTHORIZATION ${role}`,
     );
   }
-  const lacking = [
-    ...(facts.schemaUsage ? [] : ['USAGE']),
-    ...(facts.schemaCreate ? [] : ['CREATE']),
-  ];
+  const lacking = [...(facts.schemaUsage ? [] : ['USAGE']), ...(facts.schemaCreate ? [] : ['CREATE'])];
   if (lacking.length > 0) {
     throw missing(
       `role ${role} lacks ${lacking.join(' and ')} on schema ${target}: GRANT USAGE, CREATE ON SCHEMA ${target} TO ${role}`,

@@ -11,6 +11,14 @@ export interface RunLock {
 }
 
 const TRY_LOCK = `SELECT pg_try_advisory_lock(hashtextextended('post-reports-etl:run:' || $1, 0)) AS locked`;
+// pg_locks shows a bigint advisory key as its high and low 32 bits (classid, objid), with objsubid 1.
+const HOLDER = `
+WITH k AS (SELECT hashtextextended('post-reports-etl:run:' || $1, 0) AS key)
+SELECT l.pid, a.application_name, a.backend_start AS since
+  FROM pg_locks l CROSS JOIN k LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND l.classid::bigint = (k.key >> 32) & 4294967295 AND l.objid::bigint = k.key & 4294967295`;
 const UNLOCK = `SELECT pg_advisory_unlock(hashtextextended('post-reports-etl:run:' || $1, 0))`;
 const RETRY_MS = 250;
 
@@ -52,4 +60,27 @@ export async function acquireRunLock(
       }
     },
   };
+}
+
+/** The session holding a schema's run lock: a live run (its connection dies with its process). */
+export interface RunLockHolder {
+  /** The PostgreSQL backend of the run's lock connection. */
+  readonly pid: number;
+  /** Null when the role reading it may not see other roles' sessions. */
+  readonly applicationName: string | null;
+  /** When the run's lock connection was opened (null when not visible to the role reading it). */
+  readonly since: Date | null;
+}
+
+/** Who holds the run lock of `schema` now, or null when no run is alive. */
+export async function runLockHolder(
+  db: Pick<pg.ClientBase, 'query'>,
+  schema: string,
+): Promise<RunLockHolder | null> {
+  const { rows } = await db.query<{ pid: number; application_name: string | null; since: Date | null }>(
+    HOLDER,
+    [schema],
+  );
+  const row = rows[0];
+  return row === undefined ? null : { pid: row.pid, applicationName: row.application_name, since: row.since };
 }

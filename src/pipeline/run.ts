@@ -20,12 +20,7 @@ import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
 import { acquireRunLock } from './run-lock.js';
 import { RunStop } from './run-stop.js';
-import {
-  type ProgressEvent,
-  type RunStatus,
-  type RunSummary,
-  type WindowFailure,
-} from './run-summary.js';
+import type { ProgressEvent, RunStatus, RunSummary, WindowFailure } from './run-summary.js';
 import {
   endAttempt,
   firstLoadedDate,
@@ -156,7 +151,8 @@ export async function executeRun(outer: RunContext, request: RunRequest): Promis
           ? await advanceCursor(pool, config.db.schema, run, outcome.failures)
           : run.cursor;
       const summary = summarize(request, run, outcome, counters, cursor, started, stop);
-      if (stop.cause !== undefined) logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
+      if (stop.cause !== undefined)
+        logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
@@ -490,8 +486,7 @@ class RunWindow {
     const log = this.logger.child({ window: windowKey(window) });
     const attempts = config.run.windowAttempts;
     for (let attempt = 1; ; attempt += 1) {
-      if (signal.aborted)
-        throw new EtlError('ABORTED', 'the run was interrupted before this window started');
+      if (signal.aborted) throw new EtlError('ABORTED', 'the run was interrupted before this window started');
       const started = Date.now();
       this.context.onProgress?.({ type: 'window-started', window, attempt });
       log.info({ attempt }, 'window started');

@@ -654,7 +654,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     addPosts: (date, n) => simulator.addPosts(date, n),
     removePosts: (date, n) => simulator.removePosts(date, n),
     reviseFigures: (date) => simulator.reviseFigures(date),
-    rejectToken: (rejection) => simulator.rejectToken(rejection?.afterRequests ?? 0, rejection?.status ?? 401),
+    rejectToken: (rejection) =>
+      simulator.rejectToken(rejection?.afterRequests ?? 0, rejection?.status ?? 401),
     acceptToken: () => simulator.acceptToken(),
     refuseReports: (startDates, message) =>
       simulator.refuseReports(startDates, message ?? 'the request is not valid for this organization'),

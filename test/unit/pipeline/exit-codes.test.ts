@@ -10,7 +10,10 @@ function readmeTable(): [number, string][] {
   const start = README.indexOf('| Code | Meaning', README.indexOf('### Exit codes'));
   const table = README.slice(start, README.indexOf('\n\n', start)).split('\n').slice(2);
   return table.map((line) => {
-    const [code, meaning] = line.slice(1, -1).split(' | ').map((cell) => cell.trim());
+    const [code, meaning] = line
+      .slice(1, -1)
+      .split(' | ')
+      .map((cell) => cell.trim());
     return [Number(code), meaning ?? ''];
   });
 }

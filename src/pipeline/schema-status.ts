@@ -1,0 +1,98 @@
+import type pg from 'pg';
+import type { FieldSelection } from '../extract/field-selection.js';
+import type { Filters } from '../extract/filters.js';
+import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { type RunLockHolder, runLockHolder } from './run-lock.js';
+import { listWindows, readTarget, type TargetState, type WindowState } from './state.js';
+import { readSelection } from './target-fields.js';
+
+/**
+ * How a window stands, as an operator needs it: `in progress` only while a live run holds the schema's lock;
+ * an attempt that no live run holds any more (killed, stopped, a rejected token) is `interrupted`, and the next
+ * run resumes it.
+ */
+export type WindowStanding = 'loaded' | 'failed' | 'in progress' | 'interrupted' | 'superseded';
+
+export interface WindowStatus extends WindowState {
+  readonly standing: WindowStanding;
+}
+
+export interface SchemaStatus {
+  readonly schema: string;
+  readonly cursor: string | null;
+  readonly filters: Filters | null;
+  /** The fields the schema loads (null before its first run). */
+  readonly fields: FieldSelection | null;
+  /** The run holding the schema's lock now; null when none is alive. */
+  readonly run: RunLockHolder | null;
+  /** Every window counted once, by standing. */
+  readonly windows: {
+    readonly total: number;
+    readonly loaded: number;
+    readonly failed: number;
+    readonly inProgress: number;
+    readonly interrupted: number;
+    readonly superseded: number;
+  };
+  /** Windows whose rows are in the tables (a failed reload keeps its previous rows), and their posts. */
+  readonly windowsWithRows: number;
+  readonly posts: number;
+  readonly details: readonly WindowStatus[];
+}
+
+/**
+ * The standing of a window given its recorded status and the live run, if any: an attempt last touched before
+ * that run began is not its own, but one a dead run left.
+ */
+export function standingOf(
+  window: Pick<WindowState, 'status' | 'updatedAt'>,
+  run: Pick<RunLockHolder, 'since'> | null,
+): WindowStanding {
+  const { status } = window;
+  switch (status) {
+    case 'loaded':
+    case 'failed':
+    case 'superseded':
+      return status;
+    default:
+      // 'extracting' and 'staging' are an attempt under way; 'pending' one stopped by a signal or a rejected token.
+      return run !== null && status !== 'pending' && (run.since === null || window.updatedAt >= run.since)
+        ? 'in progress'
+        : 'interrupted';
+  }
+}
+
+/** Reads a schema's windows, cursor and run lock (read only; an empty status for a schema not set up yet). */
+export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<SchemaStatus> {
+  let target: TargetState | null = null;
+  let windows: WindowState[] = [];
+  let fields: FieldSelection | null = null;
+  try {
+    target = await readTarget(db, schema);
+    windows = await listWindows(db, schema);
+    if (target !== null) fields = await readSelection(db, schema);
+  } catch (error) {
+    if (sqlState(error) !== UNDEFINED_TABLE) throw error;
+  }
+  const run = await runLockHolder(db, schema);
+  const details = windows.map((w) => ({ ...w, standing: standingOf(w, run) }));
+  const count = (standing: WindowStanding) => details.filter((w) => w.standing === standing).length;
+  return {
+    schema,
+    cursor: target?.cursorDate ?? null,
+    filters: target?.filters ?? null,
+    fields,
+    run,
+    windows: {
+      total: details.length,
+      loaded: count('loaded'),
+      failed: count('failed'),
+      inProgress: count('in progress'),
+      interrupted: count('interrupted'),
+      superseded: count('superseded'),
+    },
+    windowsWithRows: windows.filter((w) => w.rowCount !== null).length,
+    posts: windows.reduce((n, w) => n + (w.rowCount ?? 0), 0),
+    details,
+  };
+}
