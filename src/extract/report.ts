@@ -64,13 +64,20 @@ export async function createReport(
 function refused(window: { start: string; end: string }, error: ApiError): ApiError {
   return new ApiError(
     'REPORT_REJECTED',
-    `the API refused the report for ${window.start}..${window.end} (400): ${apiMessage(error.body)}`,
+    `${answered(error)}: the API refused the report for ${window.start}..${window.end}: ${apiMessage(error.body)}`,
     {
       status: 400,
       ...(error.endpoint === undefined ? {} : { endpoint: error.endpoint }),
       ...(error.body === undefined ? {} : { body: error.body }),
       cause: error,
     },
+  );
+}
+
+/** "POST /reports/posts answered 400 (attempt 1)", as the client's message begins. */
+function answered(error: ApiError): string {
+  return (
+    /^\S+ \S+ answered \d+ \(attempt \d+\)/.exec(error.message)?.[0] ?? `POST /${REPORTS_PATH} answered 400`
   );
 }
 

@@ -94,7 +94,7 @@ describe('exit codes by cause (the built CLI)', () => {
         start: '2026-03-16',
         end: '2026-03-22',
         code: 'REPORT_REJECTED',
-        message: `the API refused the report for 2026-03-16..2026-03-22 (400): ${message}`,
+        message: `POST /reports/posts answered 400 (attempt 1): the API refused the report for 2026-03-16..2026-03-22: ${message}`,
       },
     ]);
     expect(run.stderr).toContain(`window failed: 2026-03-16..2026-03-22: REPORT_REJECTED: `);
