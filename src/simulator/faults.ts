@@ -1,3 +1,4 @@
+import { checkPageFaults, NO_PAGE_FAULTS, type PageFaults } from './page-faults.js';
 import type { Random } from './random.js';
 
 export const CORRUPTION_KINDS = [
@@ -23,7 +24,7 @@ export const CORRUPTION_KINDS = [
 export type CorruptionKind = (typeof CORRUPTION_KINDS)[number];
 
 /** Fault knobs; all off by default. Shares are probabilities drawn from the seeded generator. */
-export interface Faults {
+export interface Faults extends PageFaults {
   /** Added before every response. */
   latencyMs: number;
   /** Share of requests answered 429 with Retry-After. */
@@ -63,6 +64,7 @@ export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
   reportTtlMs: null,
   corruptPages: null,
   reportStatusOverride: null,
+  ...NO_PAGE_FAULTS,
 });
 
 function share(name: string, value: number): void {
@@ -102,6 +104,7 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
       `fault reportStatusOverride must be a status word (printable ASCII) or null, got ${JSON.stringify(status)}`,
     );
   }
+  checkPageFaults(merged);
   merged.failReportStartDates = [...merged.failReportStartDates];
   return merged;
 }

@@ -1,4 +1,5 @@
 import { formatDay } from './calendar.js';
+import type { ScheduledField } from './field-schedule.js';
 import type { Organization } from './organization.js';
 import type { PostFilter } from './post-filter.js';
 import { mixSeed, Random } from './random.js';
@@ -6,6 +7,8 @@ import type { ReferenceValue, SimulatorPost } from './reference.js';
 
 /** Salts the random stream of a revised post's figures, apart from its original stream. */
 const REVISION_STREAM = 0x5e71;
+/** Salts the stream of scheduled fields, so that a schedule leaves every other field as it was. */
+const SCHEDULE_STREAM = 0x5c4d;
 
 /** Indexes per day stay below this, so (day, index) maps to a unique post id. */
 export const MAX_POSTS_PER_DAY = 10_000_000;
@@ -123,6 +126,7 @@ export class PostGenerator {
   readonly #seed: number;
   readonly #idKeyJson: string;
   readonly #idOffset: number;
+  readonly #schedule: readonly ScheduledField[];
   readonly #json: {
     brands: string[];
     companies: string[];
@@ -139,15 +143,20 @@ export class PostGenerator {
   #lastDate = '';
   readonly #wholeSpendThroughDay: number;
 
-  /** `wholeSpendThroughDay`: posts dated up to this day have whole-number spends (no fraction digits). */
+  /**
+   * `wholeSpendThroughDay`: posts dated up to this day have whole-number spends (no fraction digits);
+   * `schedule`: fields that appear, or turn decimal, from a date on.
+   */
   constructor(
     organization: Organization,
     seed: number,
     idField: string,
     wholeSpendThroughDay = Number.NEGATIVE_INFINITY,
+    schedule: readonly ScheduledField[] = [],
   ) {
     this.#wholeSpendThroughDay = wholeSpendThroughDay;
     this.#organization = organization;
+    this.#schedule = schedule;
     this.#seed = seed;
     this.#idKeyJson = JSON.stringify(idField);
     this.#idOffset = (Math.abs(Math.trunc(seed)) % 97) * 1e12;
@@ -299,11 +308,26 @@ export class PostGenerator {
         if (random.chance(METRIC_PRESENCE)) w.number('avg_watch_time_seconds', this.#ratio(random));
       }
     }
+    if (this.#schedule.length > 0) this.#writeScheduled(w, day, index, revision);
     let segments = '';
     for (let i = 0; i < a.segments.length; i++) {
       segments += `${i === 0 ? '' : ','}${json.segments[i]?.[a.segments[i] ?? 0] ?? ''}`;
     }
     return `${w.text},"custom_segments":[${segments}]}`;
+  }
+
+  /** Scheduled fields: a count from its first date on, or a count that turns decimal on its date. */
+  #writeScheduled(w: RecordWriter, day: number, index: number, revision: number): void {
+    const random = new Random(mixSeed(this.#seed, day, index, SCHEDULE_STREAM, revision));
+    for (const scheduled of this.#schedule) {
+      const whole = String(random.int(100_000));
+      const cents = pad(random.int(100), 2);
+      if (scheduled.kind === 'appearing') {
+        if (day >= scheduled.fromDay) w.number(scheduled.field, whole);
+      } else {
+        w.number(scheduled.field, day >= scheduled.fromDay ? `${whole}.${cents}` : whole);
+      }
+    }
   }
 
   /** A rate in [0, 1); one in seven carries 17 significant digits, beyond what a double keeps. */

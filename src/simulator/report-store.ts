@@ -22,7 +22,7 @@ interface PageToken {
   readonly issuedAt: number;
 }
 
-export type Lookup<T> = { found: T } | { missing: 'unknown' | 'expired' };
+export type Lookup<T> = { found: T } | { missing: 'unknown' | 'expired' | 'gone' };
 
 /** Reports and page tokens, on the simulator's clock. */
 export class ReportStore {
@@ -30,6 +30,12 @@ export class ReportStore {
   readonly #reports = new Map<string, Report>();
   readonly #byKey = new Map<string, Report>();
   readonly #tokens = new Map<string, PageToken>();
+  /** The highest page number each report has served. */
+  readonly #pagesServed = new Map<string, number>();
+  /** Reports whose FAILED status a client has seen. */
+  readonly #failuresSeen = new Set<string>();
+  /** Reports removed by a fault (reportGoneAfterPage). */
+  readonly #gone = new Set<string>();
 
   constructor(random: Random) {
     this.#random = random;
@@ -71,8 +77,33 @@ export class ReportStore {
   get(id: string, now: number, ttlMs: number | null): Lookup<Report> {
     const report = this.#reports.get(id);
     if (report === undefined) return { missing: 'unknown' };
+    if (this.#gone.has(id)) return { missing: 'gone' };
     if (ReportStore.expired(report, now, ttlMs)) return { missing: 'expired' };
     return { found: report };
+  }
+
+  /** The report disappears: every later request for it (or its pages) finds nothing, and it is never reused. */
+  vanish(id: string): void {
+    const report = this.#reports.get(id);
+    if (report === undefined) return;
+    this.#gone.add(id);
+    if (this.#byKey.get(report.key) === report) this.#byKey.delete(report.key);
+  }
+
+  pageServed(report: Report, index: number): void {
+    this.#pagesServed.set(report.id, Math.max(index, this.#pagesServed.get(report.id) ?? 0));
+  }
+
+  /** The highest page number the report has served (0: none). */
+  pagesServed(id: string): number {
+    return this.#pagesServed.get(id) ?? 0;
+  }
+
+  /** True the first time only. */
+  failureSeen(report: Report): boolean {
+    if (this.#failuresSeen.has(report.id)) return false;
+    this.#failuresSeen.add(report.id);
+    return true;
   }
 
   /** A fresh GUID for the page at `offset`; tokens stay valid (reusable) until they expire. */

@@ -16,7 +16,13 @@ export interface SimulatorStats {
   /** Distinct new report ids created. */
   reportsCreated: number;
   reportsCreatedByStartDate: Record<string, number>;
-  /** Injected faults by kind. */
+  /**
+   * Faults by kind, each counted once it was served (the response sent whole, or the connection cut): `drop`,
+   * `rate-limit`, `server-error`, `slow` (a response sent after the configured latency), `fail-report` (a report's
+   * FAILED status, once per report), `report-expired`, `report-gone` (reportGoneAfterPage), `page-token-expired`,
+   * `creation-outage`, `report-status-override`, `corrupt:<kind>`. A fault drawn for a request whose client
+   * went away first is not counted: these are what a client can have seen.
+   */
   faults: Record<string, number>;
 }
 

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseDay } from './calendar.js';
 import { CreationOutage } from './creation-outage.js';
 import { DEFAULT_FAULTS, drawRequestFault, type Faults, mergeFaults } from './faults.js';
+import { compileFieldSchedule, type FieldSchedule } from './field-schedule.js';
 import { BodyError, MAX_BODY_BYTES, readBody, send, sendError, sendJson } from './http-io.js';
 import {
   createOrganization,
@@ -30,6 +31,7 @@ import { Revisions } from './revisions.js';
 import { TokenRejection } from './token-rejection.js';
 
 export type { CorruptionKind, Faults } from './faults.js';
+export type { FieldSchedule } from './field-schedule.js';
 export type { SegmentDimension } from './organization.js';
 export type { ReferenceValue, SimulatorPost } from './reference.js';
 export type { ReportParams } from './report-params.js';
@@ -56,6 +58,10 @@ export interface SimulatorOptions {
   reportReuseMs?: number;
   /** Default 'platform_post_id' (the production API puts a brand name there). */
   postIdField?: string;
+  /** Default 1,000 (the API's page size): fewer gives small reports several pages. */
+  pageSize?: number;
+  /** Fields that appear, or turn decimal, from a date on. None by default. */
+  fieldSchedule?: FieldSchedule;
   /** Default: Region and "Campaign Type". An empty array configures none. */
   segmentDimensions?: { name: string; values: string[] }[];
   /**
@@ -110,7 +116,7 @@ export interface RunningSimulator {
 }
 
 const API_PREFIX = '/v4';
-const PAGE_SIZE = 1000;
+const MAX_PAGE_SIZE = 1000;
 const THREE_HOURS_MS = 3 * 60 * 60 * 1000;
 /** A body beyond this is not even drained: the connection is cut after the 413. */
 const DRAIN_LIMIT_BYTES = 16 * MAX_BODY_BYTES;
@@ -160,6 +166,11 @@ function validateOptions(options: SimulatorOptions): void {
   }
   check(options.postIdField === undefined || options.postIdField.length > 0, 'postIdField must not be empty');
   if (options.wholeSpendThrough !== undefined) day(options.wholeSpendThrough);
+  const pageSize = options.pageSize ?? MAX_PAGE_SIZE;
+  check(
+    Number.isSafeInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_PAGE_SIZE,
+    `pageSize must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${pageSize}`,
+  );
   const names = new Set<string>();
   for (const dimension of options.segmentDimensions ?? []) {
     check(
@@ -213,6 +224,7 @@ class Simulator {
   readonly #idKeyJson: string;
   readonly #generationDelayMs: number;
   readonly #reportReuseMs: number;
+  readonly #pageSize: number;
   readonly #dimensionsBody: string;
   readonly closing = new AbortController();
   #faults: Faults;
@@ -227,6 +239,7 @@ class Simulator {
       seed,
       idField,
       options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
+      compileFieldSchedule(options.fieldSchedule, new Set([idField, 'custom_segments'])),
     );
     this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
     this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
@@ -235,6 +248,7 @@ class Simulator {
     this.#idKeyJson = JSON.stringify(idField);
     this.#generationDelayMs = options.generationDelayMs ?? 0;
     this.#reportReuseMs = options.reportReuseMs ?? THREE_HOURS_MS;
+    this.#pageSize = options.pageSize ?? MAX_PAGE_SIZE;
     this.#dimensionsBody = dimensionsBody(this.#organization);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
   }
@@ -322,6 +336,13 @@ class Simulator {
     return this.#log.requests();
   }
 
+  /** Counts a fault once its response has been sent whole: a fault no client saw is no evidence. */
+  #served(response: ServerResponse, kind: string, counts: () => boolean = () => true): void {
+    response.once('finish', () => {
+      if (counts()) this.#log.fault(kind);
+    });
+  }
+
   /** Counts a status the server sent outside a request (malformed HTTP). */
   clientError(status: number): void {
     this.#log.outcome(status);
@@ -345,7 +366,10 @@ class Simulator {
     }
     this.#record(method, url.pathname, url.search.slice(1), request);
     const latency = this.#faults.latencyMs;
-    if (latency > 0) await sleep(latency, undefined, { signal: this.closing.signal });
+    if (latency > 0) {
+      this.#served(response, 'slow');
+      await sleep(latency, undefined, { signal: this.closing.signal });
+    }
 
     if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
       sendError(
@@ -424,11 +448,14 @@ class Simulator {
   #injectRequestFault(request: IncomingMessage, response: ServerResponse): boolean {
     const fault = drawRequestFault(this.#faultRandom, this.#faults);
     if (fault === null) return false;
-    this.#log.fault(fault);
     if (fault === 'drop') {
+      this.#log.fault(fault);
       this.#log.outcome('dropped');
       request.socket.destroy();
-    } else if (fault === 'rate-limit') {
+      return true;
+    }
+    this.#served(response, fault);
+    if (fault === 'rate-limit') {
       sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
         'retry-after': String(this.#faults.retryAfterSeconds),
       });
@@ -442,7 +469,7 @@ class Simulator {
 
   async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
     if (this.#outage.active(this.now())) {
-      this.#log.fault('creation-outage');
+      this.#served(response, 'creation-outage');
       sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
       return;
     }
@@ -519,7 +546,6 @@ class Simulator {
         revisions: this.#revisions.snapshot(valid.startDay, valid.endDay),
       });
       this.#log.reportCreated(valid.params.start_date);
-      if (failed) this.#log.fault('fail-report');
       // A new report is always announced as IN_PROGRESS: clients must poll, even with no generation delay.
       status = 'IN_PROGRESS';
     } else {
@@ -532,29 +558,48 @@ class Simulator {
   #retrieve(id: string, page: string | null, response: ServerResponse): void {
     const now = this.now();
     const faults = this.#faults;
+    const gone = faults.reportGoneAfterPage;
+    if (gone !== null && this.#reports.pagesServed(id) >= gone) {
+      this.#faults = { ...faults, reportGoneAfterPage: null };
+      this.#reports.vanish(id);
+    }
     const lookup = this.#reports.get(id, now, faults.reportTtlMs);
     if ('missing' in lookup) {
-      if (lookup.missing === 'expired') this.#log.fault('report-expired');
+      if (lookup.missing === 'expired') this.#served(response, 'report-expired');
+      if (lookup.missing === 'gone') this.#served(response, 'report-gone');
       sendError(response, 404, 'report_not_found', `report ${JSON.stringify(id)} does not exist`);
       return;
     }
     const report = lookup.found;
     if (faults.reportStatusOverride !== null) {
-      this.#log.fault('report-status-override');
+      this.#served(response, 'report-status-override');
       sendJson(response, 200, JSON.stringify({ id: report.id, status: faults.reportStatusOverride }));
       return;
     }
     const status = ReportStore.status(report, now);
     if (status !== 'DONE') {
+      // Once per report: polling a failed report again is the same fault seen twice.
+      if (status === 'FAILED') this.#served(response, 'fail-report', () => this.#reports.failureSeen(report));
       sendJson(response, 200, JSON.stringify({ id: report.id, status }));
       return;
     }
     let offset = 0;
     if (page !== null) {
       const resolved = this.#reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
+      const expiring = faults.pageTokenExpiresAtPage;
+      if (
+        'found' in resolved &&
+        expiring !== null &&
+        Math.floor(resolved.found / this.#pageSize) + 1 === expiring
+      ) {
+        this.#faults = { ...faults, pageTokenExpiresAtPage: null };
+        this.#served(response, 'page-token-expired');
+        sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
+        return;
+      }
       if ('missing' in resolved) {
         if (resolved.missing === 'expired') {
-          this.#log.fault('page-token-expired');
+          this.#served(response, 'page-token-expired');
           sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
         } else {
           sendError(
@@ -573,7 +618,7 @@ class Simulator {
 
   #sendPage(report: Report, offset: number, now: number, response: ServerResponse): void {
     const refs = report.refs;
-    const end = Math.min(offset + PAGE_SIZE, refs.length);
+    const end = Math.min(offset + this.#pageSize, refs.length);
     const records: string[] = [];
     for (let i = offset; i < end; i++) {
       const postDay = refs.days[i] ?? 0;
@@ -584,9 +629,11 @@ class Simulator {
     const corruption = this.#faults.corruptPages;
     let body = pageBody(page);
     if (corruption !== null && corruption.share > 0 && this.#faultRandom.chance(corruption.share)) {
-      this.#log.fault(`corrupt:${corruption.kind}`);
+      this.#served(response, `corrupt:${corruption.kind}`);
       body = corruptPageBody(corruption.kind, page, this.#idKeyJson);
     }
+    const index = Math.floor(offset / this.#pageSize) + 1;
+    response.once('finish', () => this.#reports.pageServed(report, index));
     send(response, 200, body.contentType, body.text);
   }
 }

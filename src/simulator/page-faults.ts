@@ -1,0 +1,29 @@
+/**
+ * Faults that strike a report at a given page, each once (the knob disarms when it strikes), so that a test can
+ * place them exactly: mid-window, or at the page a resumed run starts from.
+ */
+export interface PageFaults {
+  /**
+   * The next request for a report that has already served this many pages (or more) finds it gone (404
+   * report_not_found), and so does every later one for that report (null: off).
+   */
+  reportGoneAfterPage: number | null;
+  /** The next request for page N (N ≥ 2: a page reached by a token) answers 410 page_expired (null: off). */
+  pageTokenExpiresAtPage: number | null;
+}
+
+export const NO_PAGE_FAULTS: Readonly<PageFaults> = Object.freeze({
+  reportGoneAfterPage: null,
+  pageTokenExpiresAtPage: null,
+});
+
+export function checkPageFaults(faults: Readonly<PageFaults>): void {
+  const gone = faults.reportGoneAfterPage;
+  if (gone !== null && !(Number.isSafeInteger(gone) && gone >= 1)) {
+    throw new RangeError(`fault reportGoneAfterPage must be a page count from 1, got ${gone}`);
+  }
+  const expires = faults.pageTokenExpiresAtPage;
+  if (expires !== null && !(Number.isSafeInteger(expires) && expires >= 2)) {
+    throw new RangeError(`fault pageTokenExpiresAtPage must be a page number from 2, got ${expires}`);
+  }
+}
