@@ -24,6 +24,12 @@ interface PageToken {
 
 export type Lookup<T> = { found: T } | { missing: 'unknown' | 'expired' | 'gone' };
 
+function firstTime(seen: Set<string>, id: string): boolean {
+  if (seen.has(id)) return false;
+  seen.add(id);
+  return true;
+}
+
 /** Reports and page tokens, on the simulator's clock. */
 export class ReportStore {
   readonly #random: Random;
@@ -34,6 +40,8 @@ export class ReportStore {
   readonly #pagesServed = new Map<string, number>();
   /** Reports whose FAILED status a client has seen. */
   readonly #failuresSeen = new Set<string>();
+  /** Reports with revised figures whose first page a client has seen. */
+  readonly #lateDataSeen = new Set<string>();
   /** Reports removed by a fault (reportGoneAfterPage). */
   readonly #gone = new Set<string>();
 
@@ -101,9 +109,12 @@ export class ReportStore {
 
   /** True the first time only. */
   failureSeen(report: Report): boolean {
-    if (this.#failuresSeen.has(report.id)) return false;
-    this.#failuresSeen.add(report.id);
-    return true;
+    return firstTime(this.#failuresSeen, report.id);
+  }
+
+  /** True the first time only. */
+  lateDataSeen(report: Report): boolean {
+    return firstTime(this.#lateDataSeen, report.id);
   }
 
   /** A fresh GUID for the page at `offset`; tokens stay valid (reusable) until they expire. */

@@ -20,7 +20,8 @@ export interface SimulatorStats {
    * Faults by kind, each counted once it was served (the response sent whole, or the connection cut): `drop`,
    * `rate-limit`, `server-error`, `slow` (a response sent after the configured latency), `fail-report` (a report's
    * FAILED status, once per report), `report-expired`, `report-gone` (reportGoneAfterPage), `page-token-expired`,
-   * `creation-outage`, `report-status-override`, `corrupt:<kind>`. A fault drawn for a request whose client
+   * `creation-outage`, `late-data` (the first page of a report holding revised figures, once per report),
+   * `report-status-override`, `corrupt:<kind>`. A fault drawn for a request whose client
    * went away first is not counted: these are what a client can have seen.
    */
   faults: Record<string, number>;

@@ -634,6 +634,10 @@ class Simulator {
     }
     const index = Math.floor(offset / this.#pageSize) + 1;
     response.once('finish', () => this.#reports.pageServed(report, index));
+    // Late data reaches a client with the first page of a report created after a revision of its dates.
+    if (index === 1 && report.revisions.size > 0) {
+      this.#served(response, 'late-data', () => this.#reports.lateDataSeen(report));
+    }
     send(response, 200, body.contentType, body.text);
   }
 }

@@ -39,19 +39,26 @@ export interface TableCheck {
   readonly posts: number;
 }
 
-/**
- * Compares `posts` and `post_custom_segments` of a schema with the simulator's reference posts, row by row and
- * field by field, numbers compared by their exact digits. Every post must lie inside its recorded window.
- */
-export async function compareWithReference(
+/** A schema's `posts` and `post_custom_segments`, read once, for comparing parts of it with references. */
+export interface LoadedTables {
+  /** field → column. */
+  readonly columns: ReadonlyMap<string, string>;
+  /** post id (exact digits) → its window and its row, numbers as exact digits. */
+  readonly rows: ReadonlyMap<string, { ws: string; we: string; doc: Record<string, unknown> }>;
+  /** post id → `name=value` of each segment. */
+  readonly segments: ReadonlyMap<string, string[]>;
+  /** Ids loaded more than once. */
+  readonly duplicates: readonly string[];
+}
+
+/** Reads the tables of a schema (row_to_json prints numerics and bigints with all their digits). */
+export async function readTables(
   pool: pg.Pool,
   schema: string,
-  reference: readonly SimulatorPost[],
   postIdField = 'platform_post_id',
-): Promise<TableCheck> {
+): Promise<LoadedTables> {
   const s = pg.escapeIdentifier(schema);
   const idColumn = pg.escapeIdentifier(postIdField);
-  const problems: string[] = [];
   const columns = new Map<string, string>();
   for (const row of (
     await pool.query<{ field: string; column_name: string }>(
@@ -60,14 +67,14 @@ export async function compareWithReference(
   ).rows) {
     columns.set(row.field, row.column_name);
   }
-  // row_to_json prints numerics and bigints with all their digits; lossless parsing keeps them.
   const { rows } = await pool.query<{ id: string; ws: string; we: string; doc: string }>(
     `SELECT ${idColumn}::text AS id, _window_start::text AS ws, _window_end::text AS we, row_to_json(p)::text AS doc
        FROM ${s}.posts p`,
   );
   const loaded = new Map<string, { ws: string; we: string; doc: Record<string, unknown> }>();
+  const duplicates: string[] = [];
   for (const row of rows) {
-    if (loaded.has(row.id)) problems.push(`post ${row.id} is loaded twice`);
+    if (loaded.has(row.id)) duplicates.push(row.id);
     loaded.set(row.id, { ws: row.ws, we: row.we, doc: exactStructure(row.doc) as Record<string, unknown> });
   }
   const segRows = (
@@ -77,11 +84,26 @@ export async function compareWithReference(
   ).rows;
   const segments = new Map<string, string[]>();
   for (const r of segRows) segments.set(r.id, [...(segments.get(r.id) ?? []), `${r.name}=${r.value}`]);
+  return { columns, rows: loaded, segments, duplicates };
+}
 
+/**
+ * Compares the loaded posts whose ids are `scope` with `reference`, row by row and field by field, numbers by
+ * their exact digits: every reference post loaded, equal and inside its window; every id of `scope` in the
+ * reference. At most about 20 problems are listed.
+ */
+export function comparePosts(
+  tables: LoadedTables,
+  reference: readonly SimulatorPost[],
+  scope: Iterable<string>,
+): string[] {
+  const problems: string[] = [];
+  const { columns, rows: loaded, segments } = tables;
   const expectedIds = new Set(reference.map((p) => p.id));
-  for (const id of loaded.keys())
+  for (const id of scope)
     if (!expectedIds.has(id)) problems.push(`post ${id} is loaded but not in the reference`);
   for (const post of reference) {
+    if (problems.length > 20) break;
     const row = loaded.get(post.id);
     if (!row) {
       problems.push(`post ${post.id} (${post.date}) is missing`);
@@ -110,12 +132,27 @@ export async function compareWithReference(
       }
     }
     const want = post.segments.map((x) => `${x.name}=${x.value}`).sort();
-    const got = (segments.get(post.id) ?? []).sort();
+    const got = [...(segments.get(post.id) ?? [])].sort();
     if (!isDeepStrictEqual(want, got))
       problems.push(`post ${post.id} segments ${got.join(';')} != ${want.join(';')}`);
-    if (problems.length > 20) break;
   }
-  return { problems, posts: loaded.size };
+  return problems;
+}
+
+/**
+ * Compares `posts` and `post_custom_segments` of a schema with the simulator's reference posts, row by row and
+ * field by field, numbers compared by their exact digits. Every post must lie inside its recorded window.
+ */
+export async function compareWithReference(
+  pool: pg.Pool,
+  schema: string,
+  reference: readonly SimulatorPost[],
+  postIdField = 'platform_post_id',
+): Promise<TableCheck> {
+  const tables = await readTables(pool, schema, postIdField);
+  const problems = tables.duplicates.map((id) => `post ${id} is loaded twice`);
+  problems.push(...comparePosts(tables, reference, tables.rows.keys()));
+  return { problems, posts: tables.rows.size };
 }
 
 /** The database's whole content in the schema, for "nothing changed" assertions. */

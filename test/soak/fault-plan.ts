@@ -9,13 +9,21 @@ export const FAULT_KINDS = [
   'slow-responses',
   'report-fails',
   'report-expires',
+  'report-gone',
   'page-token-expires',
   'db-connection-killed',
   'sigkill',
   'sigterm',
+  // Late data (figures revised, the reuse period over) and report creation failing while the run reloads.
+  'late-data-outage',
+  // The filters change, and the run starts over with --reset.
+  'filter-reset',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Kinds that end the process or its database sessions: never in a --reset run, whose reset must complete. */
+const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'sigkill', 'sigterm'];
 
 /** When a timed fault fires: a delay after the start, or the n-th debug line carrying a message. */
 export type Trigger =
@@ -25,6 +33,7 @@ export type Trigger =
 export type FaultAction =
   | { readonly type: 'set-faults'; readonly faults: Partial<Faults> }
   | { readonly type: 'advance-time'; readonly ms: number }
+  | { readonly type: 'creation-outage'; readonly ms: number }
   | { readonly type: 'kill-db-connections' }
   | { readonly type: 'signal'; readonly signal: 'SIGKILL' | 'SIGTERM' };
 
@@ -38,32 +47,51 @@ export interface FaultPlan {
   readonly kinds: readonly FaultKind[];
   readonly initial: Partial<Faults>;
   readonly timed: readonly TimedFault[];
+  /** Dates whose figures are revised before the run (late data); the episode then moves past the reuse period. */
+  readonly reviseDates: readonly string[];
 }
 
 /** Every knob off: what a clean run gets. */
 // Retry-After 0: a clean run should not sleep on a 429 it will never get anyway.
 export const NO_FAULTS: Partial<Faults> = { ...DEFAULT_FAULTS, retryAfterSeconds: 0 };
 
+/** A moment in the run where there is still work to hit: mostly a log line of the load itself. */
 function randomTrigger(random: Random): Trigger {
-  if (random.chance(0.4)) return { afterMs: 50 + random.int(1000) };
-  const afterLog = random.pick(['report created', 'page staged', 'windows committed'] as const);
-  return { afterLog, nth: 1 + random.int(4) };
+  if (random.chance(0.2)) return { afterMs: 50 + random.int(600) };
+  const at = random.int(6);
+  if (at < 2) return { afterLog: 'report created', nth: 1 + at };
+  if (at < 5) return { afterLog: 'page staged', nth: at - 1 };
+  return { afterLog: 'windows committed', nth: 1 };
 }
 
-/** Draws one to three distinct fault kinds and how they strike, all from `random` (so from the printed seed). */
-export function drawFaultPlan(random: Random, windowStarts: readonly string[]): FaultPlan {
-  const count = 1 + random.int(3);
-  const kinds = new Set<FaultKind>();
-  while (kinds.size < count) kinds.add(random.pick(FAULT_KINDS));
-  // One process-ending fault per run: the second would never fire.
-  if (kinds.has('sigkill') && kinds.has('sigterm')) kinds.delete(random.chance(0.5) ? 'sigkill' : 'sigterm');
+/**
+ * Draws the faults of one run from `random` (so from the printed seed): `primary` always, and up to two more.
+ * The soak passes each kind in turn as the primary one, so that a soak of any size plans every kind.
+ */
+export function drawFaultPlan(
+  random: Random,
+  dates: readonly string[],
+  primary: FaultKind,
+  options: { canReset: boolean },
+): FaultPlan {
+  const kinds = new Set<FaultKind>([primary]);
+  const extra = random.int(3);
+  for (let i = 0; i < extra; i += 1) kinds.add(random.pick(FAULT_KINDS));
+  if (!options.canReset) kinds.delete('filter-reset');
+  if (kinds.size === 0) kinds.add('slow-responses');
+  if (kinds.has('filter-reset')) for (const hard of HARD_KINDS) kinds.delete(hard);
+  // One fault that can end the run: a second would seldom strike a live run.
+  const hard = HARD_KINDS.filter((kind) => kinds.has(kind));
+  const keep = hard.includes(primary) ? primary : hard[0];
+  for (const kind of hard) if (kind !== keep) kinds.delete(kind);
   const initial: Partial<Faults> = {};
   const timed: TimedFault[] = [];
+  const reviseDates: string[] = [];
   for (const kind of kinds) {
     switch (kind) {
       case 'rate-limit-burst': {
         // A burst: 429s (Retry-After 0 or 1 s) switched on, then off again.
-        const on = randomTrigger(random);
+        const on = random.chance(0.5) ? { afterMs: random.int(300) } : randomTrigger(random);
         const share = 0.3 + random.next() * 0.4;
         const retryAfterSeconds = random.chance(0.8) ? 0 : 1;
         timed.push({
@@ -88,18 +116,42 @@ export function drawFaultPlan(random: Random, windowStarts: readonly string[]): 
         break;
       case 'report-fails':
         if (random.chance(0.5)) initial.failReportShare = 0.2 + random.next() * 0.4;
-        else initial.failReportStartDates = [random.pick(windowStarts)];
+        else initial.failReportStartDates = [random.pick(dates)];
         break;
       case 'report-expires':
         initial.reportTtlMs = 600_000;
-        timed.push({ trigger: randomTrigger(random), action: { type: 'advance-time', ms: 700_000 } });
+        timed.push({
+          trigger: {
+            afterLog: random.pick(['report created', 'page staged'] as const),
+            nth: 1 + random.int(2),
+          },
+          action: { type: 'advance-time', ms: 700_000 },
+        });
+        break;
+      case 'report-gone':
+        initial.reportGoneAfterPage = 1 + random.int(2);
         break;
       case 'page-token-expires':
-        initial.pageTokenTtlMs = 60_000;
-        timed.push({
-          trigger: { afterLog: 'page staged', nth: 1 + random.int(3) },
-          action: { type: 'advance-time', ms: 70_000 },
-        });
+        if (random.chance(0.5)) initial.pageTokenExpiresAtPage = 2 + random.int(2);
+        else {
+          initial.pageTokenTtlMs = 60_000;
+          timed.push({
+            trigger: { afterLog: 'page staged', nth: 1 + random.int(2) },
+            action: { type: 'advance-time', ms: 70_000 },
+          });
+        }
+        break;
+      case 'late-data-outage': {
+        const revised = 1 + random.int(3);
+        for (let i = 0; i < revised; i += 1) reviseDates.push(random.pick(dates));
+        // Creation fails from the start, or once some reports exist; short outages are ridden out by the
+        // retries, longer ones fail windows (which must keep their previous rows).
+        const ms = 200 + random.int(random.chance(0.3) ? 8000 : 2500);
+        const trigger = random.chance(0.5) ? { afterMs: 0 } : { afterLog: 'report created' as const, nth: 1 };
+        timed.push({ trigger, action: { type: 'creation-outage', ms } });
+        break;
+      }
+      case 'filter-reset':
         break;
       case 'db-connection-killed':
         timed.push({ trigger: randomTrigger(random), action: { type: 'kill-db-connections' } });
@@ -112,5 +164,5 @@ export function drawFaultPlan(random: Random, windowStarts: readonly string[]): 
         break;
     }
   }
-  return { kinds: [...kinds], initial, timed };
+  return { kinds: [...kinds], initial, timed, reviseDates };
 }

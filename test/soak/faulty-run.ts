@@ -66,6 +66,9 @@ export async function faultyRun(
       case 'advance-time':
         sim.advanceTime(action.ms);
         break;
+      case 'creation-outage':
+        sim.startCreationOutage(action.ms);
+        break;
       case 'kill-db-connections':
         pending.push(
           admin.query<{ killed: number }>(KILL_BACKENDS).then(({ rows }) => {
@@ -109,6 +112,7 @@ export async function faultyRun(
   }, guardMs);
   const result = await run.done;
   ended = true;
+  sim.endCreationOutage();
   clearTimeout(guard);
   for (const timer of timers) clearTimeout(timer);
   await Promise.allSettled(pending);

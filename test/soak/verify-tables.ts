@@ -1,68 +1,167 @@
 import pg from 'pg';
+import type { Window } from '../../src/pipeline/windows.js';
 import type { RunningSimulator, SimulatorPost } from '../../src/simulator/server.js';
-import { compareWithReference } from '../helpers/reference-check.js';
+import { comparePosts, type LoadedTables, readTables } from '../helpers/reference-check.js';
 
-export interface LoadedWindow {
-  readonly start: string;
-  readonly end: string;
-  readonly rowCount: number;
+/** What a window of the ledger holds: the figures of one epoch (see Ledger), under the episode's filters. */
+interface LedgerEntry {
+  readonly window: Window;
+  readonly epoch: number;
+}
+
+export interface LedgerCheck {
+  readonly problems: string[];
+  /** Windows the ledger holds after the check. */
+  readonly windows: number;
+  readonly posts: number;
 }
 
 async function schemaReady(pool: pg.Pool, schema: string): Promise<boolean> {
   const { rows } = await pool.query<{ ready: boolean }>(
-    `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready`,
-    [`${pg.escapeIdentifier(schema)}.report_windows`, `${pg.escapeIdentifier(schema)}.field_columns`],
+    'SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready',
+    [`${pg.escapeIdentifier(schema)}.posts`, `${pg.escapeIdentifier(schema)}.field_columns`],
   );
   return rows[0]?.ready === true;
 }
 
-/** The windows whose data the state tables say is in the tables (those with a row count). */
-export async function loadedWindows(pool: pg.Pool, schema: string): Promise<LoadedWindow[]> {
-  if (!(await schemaReady(pool, schema))) return [];
-  const { rows } = await pool.query<{ start: string; end: string; row_count: string }>(
-    `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end, row_count::text
-       FROM ${pg.escapeIdentifier(schema)}.report_windows WHERE row_count IS NOT NULL ORDER BY 1`,
-  );
-  return rows.map((r) => ({ start: r.start, end: r.end, rowCount: Number(r.row_count) }));
-}
+const windowKey = (w: Window) => `${w.start}..${w.end}`;
 
 /**
- * Checks a schema after a run that may have been cut short: every window recorded as loaded equals the
- * simulator's reference exactly, no other row exists, each recorded row count is the truth, and every window the
- * run's log said it committed is among them. Returns one line per problem.
+ * The checker's own record of what must be in the tables: every window ever loaded and not replaced since, and
+ * which figures it holds. It is kept from the simulator's truth and the tables alone, never from the
+ * connector's state tables, so a run that lost a window together with its record is caught.
+ *
+ * Figures change only between runs (late data: `revise`), each change opening an epoch whose truth is kept. A
+ * window load holds the figures of the epoch its report was created in; a report is never older than the one
+ * the window last loaded from, so a window moves forward through the epochs, never back. After a run, each
+ * window must hold exactly the truth of one epoch from its ledger epoch to the current one (a window it never
+ * held may also be empty: not loaded yet); a ledger window found empty is a loss.
  */
-export async function verifyLoadedWindows(
-  pool: pg.Pool,
-  schema: string,
-  sim: RunningSimulator,
-  committedByLog: ReadonlySet<string>,
-): Promise<{ problems: string[]; windows: number; posts: number }> {
-  const windows = await loadedWindows(pool, schema);
-  const problems: string[] = [];
-  const keys = new Set(windows.map((w) => `${w.start}..${w.end}`));
-  for (const key of committedByLog) {
-    if (!keys.has(key)) problems.push(`window ${key} was logged as committed but is not recorded loaded`);
+export class Ledger {
+  readonly #sim: RunningSimulator;
+  readonly #schema: string;
+  readonly #range: { start_date: string; end_date: string };
+  readonly #grid: readonly Window[];
+  /** Each epoch's truth for the whole range, unfiltered, by post date. */
+  readonly #epochs: SimulatorPost[][] = [];
+  readonly #entries = new Map<string, LedgerEntry>();
+  #brands: readonly string[] | null = null;
+
+  constructor(
+    sim: RunningSimulator,
+    schema: string,
+    range: { from: string; to: string },
+    grid: readonly Window[],
+  ) {
+    this.#sim = sim;
+    this.#schema = schema;
+    this.#range = { start_date: range.from, end_date: range.to };
+    this.#grid = grid;
+    this.#epochs.push(sim.referencePosts(this.#range));
   }
-  if (windows.length === 0) {
-    if (await schemaReady(pool, schema)) {
-      const { rows } = await pool.query<{ n: string }>(
-        `SELECT count(*)::text AS n FROM ${pg.escapeIdentifier(schema)}.posts`,
-      );
-      if (rows[0]?.n !== '0') problems.push(`no window is loaded but posts holds ${rows[0]?.n} rows`);
+
+  get epoch(): number {
+    return this.#epochs.length - 1;
+  }
+
+  /** Late data: restates the figures of `dates` and opens a new epoch. */
+  revise(dates: readonly string[]): void {
+    for (const date of new Set(dates)) this.#sim.reviseFigures(date);
+    this.#epochs.push(this.#sim.referencePosts(this.#range));
+  }
+
+  /** A --reset with new filters completed: nothing of the old filters may remain. */
+  reset(brands: readonly string[]): void {
+    this.#entries.clear();
+    this.#brands = brands;
+  }
+
+  truth(epoch: number, window: Window): SimulatorPost[] {
+    const brands = this.#brands;
+    return (this.#epochs[epoch] ?? []).filter(
+      (post) =>
+        post.date >= window.start &&
+        post.date <= window.end &&
+        (brands === null || brands.includes(String(post.fields.brand))),
+    );
+  }
+
+  /** The ids of the whole range's posts (any epoch: revisions keep every post). */
+  #dates(): Map<string, string> {
+    return new Map((this.#epochs[0] ?? []).map((post) => [post.id, post.date]));
+  }
+
+  /**
+   * Checks the tables after a run and moves the ledger to what they hold. `committedByLog`: windows the run's
+   * log said it committed, which must hold data now.
+   */
+  async check(pool: pg.Pool, committedByLog: ReadonlySet<string>): Promise<LedgerCheck> {
+    const problems: string[] = [];
+    const tables: LoadedTables | null = (await schemaReady(pool, this.#schema))
+      ? await readTables(pool, this.#schema)
+      : null;
+    const loadedIds = new Map<string, string[]>();
+    if (tables !== null) {
+      problems.push(...tables.duplicates.map((id) => `post ${id} is loaded twice`));
+      const dates = this.#dates();
+      for (const id of tables.rows.keys()) {
+        const date = dates.get(id);
+        const window =
+          date === undefined ? undefined : this.#grid.find((w) => date >= w.start && date <= w.end);
+        if (window === undefined) {
+          problems.push(`post ${id} is loaded but lies in no window of the range`);
+          continue;
+        }
+        const key = windowKey(window);
+        loadedIds.set(key, [...(loadedIds.get(key) ?? []), id]);
+      }
     }
-    return { problems, windows: 0, posts: 0 };
-  }
-  const reference: SimulatorPost[] = [];
-  for (const w of windows) {
-    const posts = sim.referencePosts({ start_date: w.start, end_date: w.end });
-    if (posts.length !== w.rowCount) {
-      problems.push(
-        `window ${w.start}..${w.end} records row_count ${w.rowCount}, the reference has ${posts.length}`,
-      );
+    for (const window of this.#grid) {
+      const key = windowKey(window);
+      const entry = this.#entries.get(key);
+      const ids = loadedIds.get(key) ?? [];
+      const from = entry?.epoch ?? 0;
+      if (ids.length === 0) {
+        // Empty is right for a window never loaded, or one whose truth is empty.
+        const lost = entry !== undefined && this.truth(entry.epoch, window).length > 0;
+        if (lost) problems.push(`window ${key} was loaded (epoch ${entry.epoch}) but its posts are gone`);
+        else if (committedByLog.has(key) && this.truth(this.epoch, window).length > 0) {
+          problems.push(`window ${key} was logged as committed but holds no posts`);
+        }
+        continue;
+      }
+      // The latest epoch that matches: a window whose dates no revision touched holds every epoch's figures.
+      let matched: number | null = null;
+      for (let epoch = this.epoch; epoch >= from && matched === null; epoch -= 1) {
+        if (tables !== null && comparePosts(tables, this.truth(epoch, window), ids).length === 0)
+          matched = epoch;
+      }
+      if (matched === null) {
+        const lines = tables === null ? [] : comparePosts(tables, this.truth(this.epoch, window), ids);
+        problems.push(
+          `window ${key} holds the figures of no epoch from ${from} to ${this.epoch}; against the current truth: ${lines.slice(0, 5).join('; ')}`,
+        );
+        continue;
+      }
+      this.#entries.set(key, { window, epoch: matched });
     }
-    reference.push(...posts);
+    return { problems, windows: this.#entries.size, posts: tables?.rows.size ?? 0 };
   }
-  const check = await compareWithReference(pool, schema, reference);
-  problems.push(...check.problems);
-  return { problems, windows: windows.length, posts: check.posts };
+
+  /** After the episode's final run: every window of the range holds the current truth. */
+  async checkComplete(pool: pg.Pool): Promise<LedgerCheck> {
+    const check = await this.check(pool, new Set());
+    const problems = [...check.problems];
+    for (const window of this.#grid) {
+      const entry = this.#entries.get(windowKey(window));
+      const expected = this.truth(this.epoch, window).length;
+      if (entry === undefined && expected > 0) problems.push(`window ${windowKey(window)} is not loaded`);
+      else if (entry !== undefined && entry.epoch !== this.epoch) {
+        problems.push(
+          `window ${windowKey(window)} holds the figures of epoch ${entry.epoch}, not the current ${this.epoch}`,
+        );
+      }
+    }
+    return { ...check, problems };
+  }
 }

@@ -130,7 +130,9 @@ describe('field schedule', () => {
     const served = (await readAllPages(simulator, id)).flatMap((text) =>
       (JSON.parse(text) as { data: unknown[] }).data.map((record) => JSON.stringify(record)),
     );
-    expect(served).toEqual(simulator.referencePosts(week).map((post) => JSON.stringify(JSON.parse(post.text))));
+    expect(served).toEqual(
+      simulator.referencePosts(week).map((post) => JSON.stringify(JSON.parse(post.text))),
+    );
     const plain = await startSimulator({ seed: 31, postsPerDay: 25 });
     try {
       const without = plain.referencePosts(week);
