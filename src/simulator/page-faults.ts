@@ -8,7 +8,10 @@ export interface PageFaults {
    * report_not_found), and so does every later one for that report (null: off).
    */
   reportGoneAfterPage: number | null;
-  /** The next request for page N (N ≥ 2: a page reached by a token) answers 410 page_expired (null: off). */
+  /**
+   * Requests for page N (N ≥ 2: a page reached by a token) answer 410 page_expired until one such answer has
+   * reached its client (null: off).
+   */
   pageTokenExpiresAtPage: number | null;
 }
 

@@ -592,7 +592,10 @@ class Simulator {
         expiring !== null &&
         Math.floor(resolved.found / this.#pageSize) + 1 === expiring
       ) {
-        this.#faults = { ...faults, pageTokenExpiresAtPage: null };
+        // Disarmed once a client has seen it: a request whose client went away does not use it up.
+        response.once('finish', () => {
+          this.#faults = { ...this.#faults, pageTokenExpiresAtPage: null };
+        });
         this.#served(response, 'page-token-expired');
         sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
         return;

@@ -158,7 +158,9 @@ async function episode(
         resetArgs = ['--brands', brands.join(','), '--reset'];
       }
       const args = [...base, ...(resetArgs.length > 0 ? resetArgs : filterArgs), ...reload];
+      const runStarted = Date.now();
       const outcome = await faultyRun(args, env, sim, admin, plan, options.runGuardMs);
+      const runMs = Date.now() - runStarted;
       sim.setFaults(NO_FAULTS);
       tally.runs += 1;
       const { code, signal } = outcome.result;
@@ -186,7 +188,7 @@ async function episode(
       report(
         tally,
         options,
-        `run ${tally.runs}: ${label} ${args.slice(11).join(' ')} faults [${plan.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] exit ${exitLabel(code, signal)}, ${check.windows} windows in the ledger`,
+        `run ${tally.runs}: ${label} ${args.slice(11).join(' ')} faults [${plan.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] exit ${exitLabel(code, signal)} in ${runMs} ms, ${check.windows} windows in the ledger`,
         problems,
       );
 

@@ -1,0 +1,141 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { RunSummary } from '../../../src/pipeline/run-summary.js';
+import { type Faults, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli, startCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { compareWithReference } from '../../helpers/reference-check.js';
+import { summaryOf } from '../../helpers/summary.js';
+
+const db = await createTestDatabase();
+const sims: RunningSimulator[] = [];
+afterAll(async () => {
+  for (const sim of sims) await sim.close();
+});
+
+// One 7-day window of 140 posts in pages of 10: 14 pages, so a fault can strike at page three of many.
+const FROM = '2025-06-02';
+const TO = '2025-06-08';
+const PAGES = 14;
+
+async function simulator(seed: number): Promise<RunningSimulator> {
+  const sim = await startSimulator({ seed, postsPerDay: 20, pageSize: 10 });
+  sims.push(sim);
+  return sim;
+}
+
+function args(schema: string): string[] {
+  return [
+    'backfill',
+    '--from',
+    FROM,
+    '--to',
+    TO,
+    '--window-days',
+    '7',
+    '--concurrency',
+    '1',
+    '--schema',
+    schema,
+  ];
+}
+
+async function exact(sim: RunningSimulator, schema: string): Promise<string[]> {
+  const reference = sim.referencePosts({ start_date: FROM, end_date: TO });
+  const check = await compareWithReference(db.pool, schema, reference);
+  return check.posts === reference.length
+    ? check.problems
+    : [...check.problems, `${check.posts} posts loaded`];
+}
+
+interface Case {
+  readonly name: string;
+  readonly faults: Partial<Faults>;
+  /** The simulator's name for it in stats().faults. */
+  readonly served: string;
+  /** What the connector reports for it. */
+  readonly status: number;
+  /**
+   * Reports the simulator made: a vanished report is never handed out again, while a report whose page token
+   * expired is, by an identical creation call within the reuse period, and is read again from its first page.
+   */
+  readonly reports: number;
+}
+
+const cases: Case[] = [
+  {
+    name: 'a report that vanishes after two pages',
+    faults: { reportGoneAfterPage: 2 },
+    served: 'report-gone',
+    status: 404,
+    reports: 2,
+  },
+  {
+    name: 'a page token that expires at page three',
+    faults: { pageTokenExpiresAtPage: 3 },
+    served: 'page-token-expired',
+    status: 410,
+    reports: 1,
+  },
+];
+
+describe('a report or a page token gone mid-window (the built CLI)', () => {
+  for (const [i, c] of cases.entries()) {
+    it(`${c.name}, mid-window: the attempt is retried with a new report, and the window loads exactly`, async () => {
+      const sim = await simulator(60 + i);
+      const schema = `mid_${i}`;
+      sim.setFaults(c.faults);
+      const run = await runCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+      expect(run.code, run.stderr).toBe(0);
+      expect(sim.stats().faults[c.served]).toBe(1);
+      expect(run.stderr).toContain(`"code":"REPORT_GONE"`);
+      expect(run.stderr).toContain(`(${c.status} on page 3)`);
+      // The window's second attempt asked for a report again, and read it from its first page.
+      expect(summaryOf(run)).toMatchObject({ status: 'succeeded', reportsCreated: 2, posts: 140 });
+      expect(sim.stats().reportsCreated).toBe(c.reports);
+      expect(await exact(sim, schema)).toEqual([]);
+    });
+
+    it(`${c.name}, where a run killed by SIGKILL resumes: the resume starts over with a new report, exactly`, async () => {
+      const sim = await simulator(70 + i);
+      const schema = `resumed_${i}`;
+      const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
+      // Slow pages, so that the kill lands after page two is staged and before page three is.
+      sim.setFaults({ latencyMs: 300 });
+      const killed = startCli(args(schema), env);
+      await killed.waitForOutput('"page":2,');
+      killed.child.kill('SIGKILL');
+      expect((await killed.done).signal).toBe('SIGKILL');
+      sim.setFaults({ latencyMs: 0, ...c.faults });
+
+      const resumed = await runCli(args(schema), env);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stderr).toContain('resuming a staged window');
+      expect(sim.stats().faults[c.served]).toBe(1);
+      expect(resumed.stderr).toContain(`(${c.status} on page 3)`);
+      const summary: RunSummary = summaryOf(resumed);
+      // The resumed report failed at page three: every page came again from the new report.
+      expect(summary).toMatchObject({ status: 'succeeded', reportsCreated: 1, posts: 140, pages: PAGES });
+      expect(sim.stats().reportsCreated).toBe(c.reports);
+      expect(await exact(sim, schema)).toEqual([]);
+    });
+  }
+
+  it('a plain resume counts in its summary only the pages it fetched, not those staged before the kill', async () => {
+    const sim = await simulator(80);
+    const schema = 'resumed_plain';
+    const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
+    sim.setFaults({ latencyMs: 300 });
+    const killed = startCli(args(schema), env);
+    await killed.waitForOutput('"page":2,');
+    killed.child.kill('SIGKILL');
+    await killed.done;
+    sim.setFaults({ latencyMs: 0 });
+
+    const resumed = await runCli(args(schema), env);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain('resuming a staged window');
+    expect(summaryOf(resumed)).toMatchObject({ reportsCreated: 0, posts: 140, pages: PAGES - 2 });
+    expect(await exact(sim, schema)).toEqual([]);
+  });
+});
