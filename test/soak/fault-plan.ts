@@ -70,7 +70,7 @@ function randomTrigger(random: Random): Trigger {
  */
 export function drawFaultPlan(
   random: Random,
-  dates: readonly string[],
+  range: { readonly windowStarts: readonly string[]; readonly dates: readonly string[] },
   primary: FaultKind,
   options: { canReset: boolean },
 ): FaultPlan {
@@ -116,7 +116,7 @@ export function drawFaultPlan(
         break;
       case 'report-fails':
         if (random.chance(0.5)) initial.failReportShare = 0.2 + random.next() * 0.4;
-        else initial.failReportStartDates = [random.pick(dates)];
+        else initial.failReportStartDates = [random.pick(range.windowStarts)];
         break;
       case 'report-expires':
         initial.reportTtlMs = 600_000;
@@ -143,7 +143,7 @@ export function drawFaultPlan(
         break;
       case 'late-data-outage': {
         const revised = 1 + random.int(3);
-        for (let i = 0; i < revised; i += 1) reviseDates.push(random.pick(dates));
+        for (let i = 0; i < revised; i += 1) reviseDates.push(random.pick(range.dates));
         // Creation fails from the start, or once some reports exist; short outages are ridden out by the
         // retries, longer ones fail windows (which must keep their previous rows).
         const ms = 200 + random.int(random.chance(0.3) ? 8000 : 2500);

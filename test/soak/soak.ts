@@ -123,8 +123,9 @@ async function episode(
     ];
     const env = cliEnv(sim, databaseUrl, CLEAN_ENV);
     const grid = cutWindows(from, to, windowDays);
-    const dates = grid.map((w) => w.start);
-    for (let d = from; d <= to; d = addDays(d, 1)) if (!dates.includes(d)) dates.push(d);
+    const windowStarts = grid.map((w) => w.start);
+    const dates: string[] = [];
+    for (let d = from; d <= to; d = addDays(d, 1)) dates.push(d);
     const ledger = new Ledger(sim, schema, { from, to }, grid);
     const label = `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}, window ${windowDays}, concurrency ${concurrency})`;
     tally.episodes += 1;
@@ -134,7 +135,9 @@ async function episode(
     for (let r = 0; r < faultyRuns && tally.runs < options.runs - 1; r += 1) {
       // Each kind in turn is the run's primary fault: a soak of any size plans every kind.
       const primary = FAULT_KINDS[tally.faultyRuns % FAULT_KINDS.length] ?? 'slow-responses';
-      const plan = drawFaultPlan(random, dates, primary, { canReset: filterArgs.length === 0 });
+      const plan = drawFaultPlan(random, { windowStarts, dates }, primary, {
+        canReset: filterArgs.length === 0,
+      });
       tally.faultyRuns += 1;
       tally.faults.planned(plan.kinds);
       // Re-runs come after the reuse period, so that report failures and expiries strike them too.
