@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cutWindows } from '../../../src/pipeline/windows.js';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { FaultTally } from '../../soak/fault-tally.js';
+import { Ledger } from '../../soak/verify-tables.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+const FROM = '2025-05-05';
+const TO = '2025-05-25';
+const grid = cutWindows(FROM, TO, 7);
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 90, postsPerDay: 10 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+const backfill = (schema: string, extra: string[] = []) =>
+  runCli(['backfill', '--from', FROM, '--to', TO, '--schema', schema, ...extra], cliEnv(sim, db.url));
+
+describe("the soak's ledger", () => {
+  it('catches a window lost together with its record, which the final clean run would have hidden', async () => {
+    const ledger = new Ledger(sim, 'lost', { from: FROM, to: TO }, grid);
+    expect((await backfill('lost')).code).toBe(0);
+    expect((await ledger.check(db.pool, new Set())).problems).toEqual([]);
+    // A window's rows and its record disappear, as a faulty reload could make them.
+    await db.pool.query(`DELETE FROM lost.posts WHERE _window_start = $1`, [grid[1]?.start]);
+    await db.pool.query(`DELETE FROM lost.report_windows WHERE window_start = $1`, [grid[1]?.start]);
+    const check = await ledger.check(db.pool, new Set());
+    expect(check.problems).toEqual([
+      `window ${grid[1]?.start}..${grid[1]?.end} was loaded (epoch 0) but its posts are gone`,
+    ]);
+  });
+
+  it('knows which windows hold late data: a window not reloaded keeps the old figures, and the end needs the new ones', async () => {
+    const ledger = new Ledger(sim, 'late', { from: FROM, to: TO }, grid);
+    expect((await backfill('late')).code).toBe(0);
+    expect((await ledger.check(db.pool, new Set())).problems).toEqual([]);
+    ledger.revise([grid[0]?.start ?? FROM]);
+    sim.advanceTime(4 * 3_600_000);
+    // Old figures are still right after the revision: nothing reloaded them.
+    expect((await ledger.check(db.pool, new Set())).problems).toEqual([]);
+    const complete = await ledger.checkComplete(db.pool);
+    expect(complete.problems).toEqual([
+      `window ${grid[0]?.start}..${grid[0]?.end} holds the figures of epoch 0, not the current 1`,
+    ]);
+    expect((await backfill('late', ['--reload'])).code).toBe(0);
+    expect((await ledger.checkComplete(db.pool)).problems).toEqual([]);
+    // Once reloaded, a window never goes back to older figures.
+    await db.pool.query(`UPDATE late.posts SET ${'total_spend'} = total_spend + 1 WHERE _window_start = $1`, [
+      grid[0]?.start,
+    ]);
+    expect((await ledger.check(db.pool, new Set())).problems).toHaveLength(1);
+  });
+});
+
+describe("the soak's fault tally", () => {
+  it('fails a kind that was planned and never served, and only that one', () => {
+    const tally = new FaultTally();
+    tally.planned(['report-gone', 'sigkill']);
+    tally.served({ sigkill: 1, 'report-gone': 0 });
+    expect(tally.neverServed()).toEqual([
+      'report-gone was planned in 1 runs but report-gone was never served',
+    ]);
+    tally.served({ 'report-gone': 2 });
+    expect(tally.neverServed()).toEqual([]);
+  });
+});
