@@ -417,7 +417,7 @@ async function runGroup(
   return { failures, interrupted };
 }
 
-/** What an attempt staged. */
+/** What an attempt fetched and staged itself (pages staged by an earlier run it resumes are not counted). */
 interface Staged {
   readonly posts: number;
   readonly pages: number;
@@ -557,7 +557,8 @@ class RunWindow {
     const progress = await this.loader.openWindow(window, reportId, signal);
     if (progress.pagesStaged > 0) {
       log.info({ reportId, pagesStaged: progress.pagesStaged }, 'resuming a staged window');
-      if (progress.nextPage === null) return { posts: progress.rowsStaged, pages: progress.pagesStaged };
+      // Every page was staged before: nothing is fetched now, and a run counts only what it fetched.
+      if (progress.nextPage === null) return { posts: 0, pages: 0 };
       const rest = readPages(this.api, reportId, {
         startToken: progress.nextPage,
         startIndex: progress.pagesStaged,
