@@ -1,5 +1,5 @@
 # Build stage: dev dependencies and the TypeScript compiler stay here.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are copied; the build runs below.
@@ -10,7 +10,7 @@ RUN npm run build
 
 # Runtime stage: production dependencies only (no dev dependencies, and not the optional embedded PostgreSQL of
 # `demo`: a container is given DATABASE_URL), run as the image's non-root `node` user.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { ConfigError } from './errors.js';
 import { ALL_FIELDS, type FieldSelection } from './extract/field-selection.js';
 import type { Filters, SegmentFilter } from './extract/filters.js';
+import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
 import { Secret } from './secret.js';
+import { readSecretFile } from './secret-file.js';
 
 /** Everything the connector reads from outside: the environment (and `.env`) merged under command-line flags. */
 export type RawSettings = Readonly<Record<string, string | undefined>>;
@@ -76,6 +79,10 @@ export const SETTINGS = {
     description: 'Root of the v4 API, e.g. https://host/v4',
   },
   token: { env: 'POST_REPORTS_TOKEN', description: 'Bearer access token (environment only, never a flag)' },
+  tokenFile: {
+    env: 'POST_REPORTS_TOKEN_FILE',
+    description: 'File holding the bearer token (a mounted secret), instead of POST_REPORTS_TOKEN',
+  },
   allowHttp: {
     env: 'POST_REPORTS_ALLOW_HTTP',
     flag: '--allow-http',
@@ -124,6 +131,14 @@ export const SETTINGS = {
     description: 'Give up on a report not DONE after this long',
   },
   databaseUrl: { env: 'DATABASE_URL', flag: '--database-url', description: 'PostgreSQL connection string' },
+  databaseUrlFile: {
+    env: 'DATABASE_URL_FILE',
+    description: 'File holding the PostgreSQL connection string (a mounted secret), instead of DATABASE_URL',
+  },
+  passwordFile: {
+    env: 'PGPASSFILE',
+    description: 'libpq password file, for a connection string without a password (default ~/.pgpass)',
+  },
   schema: {
     env: 'POST_REPORTS_SCHEMA',
     flag: '--schema',
@@ -359,6 +374,74 @@ function segments(text: string | undefined, problems: Problems): SegmentFilter[]
   return out.length > 0 ? out : undefined;
 }
 
+/** A secret given directly or by a file: its value, and where it came from for messages (never the value). */
+interface GivenSecret {
+  readonly value: string;
+  readonly source: string;
+}
+
+/**
+ * A secret from its variable (or flag) or from the file its _FILE variable names; never both. Undefined when it
+ * is not given; null when it cannot be used (that problem is added).
+ */
+function secretSetting(
+  direct: 'token' | 'databaseUrl',
+  file: 'tokenFile' | 'databaseUrlFile',
+  env: RawSettings,
+  flags: Flags,
+  problems: Problems,
+): GivenSecret | undefined | null {
+  const value = raw(direct, env, flags);
+  const path = raw(file, env, flags);
+  const fileEnv = SETTINGS[file].env;
+  if (value !== undefined && path !== undefined) {
+    problems.add(`${where(direct)} and ${fileEnv} are both set: give one of them`);
+    return null;
+  }
+  if (path === undefined) return value === undefined ? undefined : { value, source: where(direct) };
+  const read = readSecretFile(path);
+  if ('problem' in read) {
+    problems.add(`${fileEnv}: ${read.problem}`);
+    return null;
+  }
+  return { value: read.value, source: `the file of ${fileEnv}` };
+}
+
+/**
+ * The connection string with the password of the libpq password file (PGPASSFILE, else ~/.pgpass) when it has
+ * none and the file has a line for it; the connector passes it to pg itself, so that it never relies on pg's own
+ * (deprecated) reading of that file.
+ */
+function withPasswordFromFile(url: string, env: RawSettings, flags: Flags, problems: Problems): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // pg reports an unparsable connection string in its own words.
+    return url;
+  }
+  const target = passwordTarget(parsed);
+  if (parsed.password !== '' || target === undefined) return url;
+  const named = raw('passwordFile', env, flags);
+  const home = env.HOME;
+  const path = named ?? (home === undefined || home === '' ? undefined : join(home, '.pgpass'));
+  if (path === undefined) return url;
+  const read = readPasswordFile(path);
+  if ('problem' in read || 'missing' in read) {
+    // Like libpq, a missing ~/.pgpass is no problem; a PGPASSFILE that cannot be used is.
+    if (named !== undefined) {
+      problems.add(
+        `${SETTINGS.passwordFile.env}: ${'problem' in read ? read.problem : `cannot read ${JSON.stringify(path)}: no such file`}`,
+      );
+    }
+    return url;
+  }
+  const password = findPassword(read.text, target);
+  if (password === undefined) return url;
+  parsed.password = encodeURIComponent(password);
+  return parsed.toString();
+}
+
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /** True for a host that never leaves this machine. */
@@ -393,9 +476,13 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
       problems.add(`${where('baseUrl')} is not a valid URL: ${JSON.stringify(baseText)}`);
     }
   }
-  const tokenText = env[SETTINGS.token.env]?.trim() ?? '';
-  if (tokenText === '') problems.add(`${SETTINGS.token.env} is not set: the API needs a bearer token`);
-  else if (/[\s\r\n]/.test(tokenText)) problems.add(`${SETTINGS.token.env} must not contain white space`);
+  const token = secretSetting('token', 'tokenFile', env, flags, problems);
+  const tokenText = token?.value ?? '';
+  if (token === undefined) {
+    problems.add(
+      `${SETTINGS.token.env} is not set: the API needs a bearer token (or set ${SETTINGS.tokenFile.env} to a file holding it)`,
+    );
+  } else if (token !== null && /[\s\r\n]/.test(tokenText)) problems.add(`${token.source} must not contain white space`);
   const postIdField = raw('postIdField', env, flags) ?? 'platform_post_id';
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(postIdField)) {
     problems.add(`${where('postIdField')} must be a plain field name, got ${JSON.stringify(postIdField)}`);
@@ -419,11 +506,18 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
 }
 
 function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig {
-  const url = raw('databaseUrl', env, flags);
-  if (url === undefined)
-    problems.add(`${where('databaseUrl')} is not set: give a PostgreSQL connection string`);
-  else if (!/^postgres(ql)?:\/\//.test(url)) {
-    problems.add(`${where('databaseUrl')} must start with postgres:// or postgresql://`);
+  const given = secretSetting('databaseUrl', 'databaseUrlFile', env, flags, problems);
+  let url = given?.value;
+  if (given === undefined) {
+    problems.add(
+      `${where('databaseUrl')} is not set: give a PostgreSQL connection string (or set ${SETTINGS.databaseUrlFile.env} to a file holding it)`,
+    );
+  } else if (given === null) {
+    // Already reported.
+  } else if (!/^postgres(ql)?:\/\//.test(given.value)) {
+    problems.add(`${given.source} must start with postgres:// or postgresql://`);
+  } else {
+    url = withPasswordFromFile(given.value, env, flags, problems);
   }
   return {
     url: new Secret(url ?? ''),

@@ -27,3 +27,4 @@ export {
 export { type SyncOptions, sync } from './pipeline/sync.js';
 export { cutWindows, type Window } from './pipeline/windows.js';
 export { Secret } from './secret.js';
+export { VERSION } from './version.js';

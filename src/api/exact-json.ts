@@ -5,8 +5,11 @@ import { ExactNumber } from '../extract/post-record.js';
  * Technique: one string-aware scan finds the number tokens JSON.parse would round (long integers, decimals,
  * exponents) and wraps each into a string literal that starts with a marker character; native JSON.parse then
  * does the real work, and a walk over the result turns marked strings into ExactNumbers. Everything else is
- * left to JSON.parse, including rejecting invalid input. A genuine string that could be mistaken for a marked
- * one sends the whole text to lossless-json instead (slower, always right).
+ * left to JSON.parse. Two kinds of text go to lossless-json instead (slower, always right): a genuine string that
+ * could be mistaken for a marked one, and an object key written with an escape, because V8's JSON.parse (Node 24)
+ * can return a wrong key once it has seen another escaped one (after a key that is one escaped backslash, a key
+ * that is one escaped quote comes back as a backslash). Invalid input is reported in lossless-json's words, with a
+ * position in the text as received, so that an error reads the same on every Node version.
  */
 
 // A Latin-1 character keeps the rewritten text one-byte (two-byte strings slow JSON.parse down); a C1 control
@@ -30,7 +33,8 @@ const LOWER_U = 0x75;
 /** Integers of at most this many digits are exact as JavaScript numbers (2^53 has 16 digits). */
 const MAX_PLAIN_DIGITS = 15;
 
-class MarkerCollision extends Error {}
+/** The text needs lossless-json: a string looks like a marked number, or a key holds an escape. */
+class NeedsLosslessParse extends Error {}
 
 /**
  * Returns the text with every number token that needs exactness rewritten as a marked string, or null when
@@ -41,17 +45,19 @@ function markNumbers(text: string): string | null {
   let out = '';
   let copied = 0;
   let i = 0;
+  // The next backslash at or after i (or length): a string contains an escape when it lies before its end.
+  let nextBackslash = -1;
   while (i < length) {
     const code = text.charCodeAt(i);
     if (code === QUOTE) {
       const first = text.charCodeAt(i + 1);
-      if (first === MARKER) throw new MarkerCollision();
+      if (first === MARKER) throw new NeedsLosslessParse();
       if (
         first === BACKSLASH &&
         text.charCodeAt(i + 2) === LOWER_U &&
         text.startsWith(MARKER_ESCAPE, i + 3)
       ) {
-        throw new MarkerCollision();
+        throw new NeedsLosslessParse();
       }
       let end = text.indexOf('"', i + 1);
       while (end !== -1 && text.charCodeAt(end - 1) === BACKSLASH) {
@@ -62,6 +68,11 @@ function markNumbers(text: string): string | null {
       }
       // An unterminated string: JSON.parse reports it.
       if (end === -1) break;
+      if (nextBackslash < i) {
+        nextBackslash = text.indexOf('\\', i + 1);
+        if (nextBackslash === -1) nextBackslash = length;
+      }
+      if (nextBackslash < end && isKey(text, end + 1)) throw new NeedsLosslessParse();
       i = end + 1;
       continue;
     }
@@ -145,6 +156,17 @@ function markNumbers(text: string): string | null {
   return copied === 0 ? null : out + text.slice(copied);
 }
 
+/** True when the string that ended just before `after` is an object key: a colon follows it. */
+function isKey(text: string, after: number): boolean {
+  let p = after;
+  let c = text.charCodeAt(p);
+  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+    p += 1;
+    c = text.charCodeAt(p);
+  }
+  return c === COLON;
+}
+
 function revive(value: unknown): unknown {
   if (typeof value === 'string') {
     return value.charCodeAt(0) === MARKER ? new ExactNumber(value.slice(1)) : value;
@@ -195,18 +217,29 @@ function parseNumberExactly(token: string): unknown {
 /**
  * Parses JSON text exactly: an integer of at most 15 digits becomes a plain number; every other number token
  * (longer integers, decimals, exponents, -0) becomes an ExactNumber holding the delivered text.
- * Throws SyntaxError on invalid JSON, like JSON.parse.
+ * Throws SyntaxError on invalid JSON, like JSON.parse, with the same message on every Node version.
  */
 export function parseExactJson(text: string): unknown {
   let marked: string | null;
   try {
     marked = markNumbers(text);
   } catch (error) {
-    if (error instanceof MarkerCollision) return parseLossless(text, null, parseNumberExactly);
+    if (error instanceof NeedsLosslessParse) return parseLosslessly(text);
     throw error;
   }
-  if (marked === null) return JSON.parse(text);
-  return revive(JSON.parse(marked));
+  try {
+    if (marked === null) return JSON.parse(text);
+    return revive(JSON.parse(marked));
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    // JSON.parse's wording differs between Node versions, and its position is in the marked text.
+    parseLosslessly(text);
+    throw error;
+  }
+}
+
+function parseLosslessly(text: string): unknown {
+  return parseLossless(text, null, parseNumberExactly);
 }
 
 const EXACT_NUMBER_STRINGIFIER = {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
 import { ConfigError } from '../errors.js';
+import { VERSION } from '../version.js';
 import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
 import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
@@ -35,6 +36,7 @@ function progressIntervalMs(options: Record<string, unknown>): number {
 function program(): Command {
   const root = new Command('post-reports-etl')
     .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
+    .version(VERSION, '-V, --version', 'print the version and exit')
     .showHelpAfterError()
     .configureOutput({ writeErr: (text) => io.stderr.write(text) })
     .exitOverride((error) => {

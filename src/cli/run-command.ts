@@ -2,6 +2,7 @@ import type { Flags, RawSettings } from '../config.js';
 import { backfill } from '../pipeline/backfill.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
+import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
 import { classify, type Io, printError, printSummary } from './run-output.js';
@@ -83,6 +84,7 @@ export async function runWithProgress(
     if (print) {
       printSummary(io, {
         command,
+        version: VERSION,
         status,
         exitCode,
         durationMs: Date.now() - started,

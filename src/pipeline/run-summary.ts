@@ -14,6 +14,8 @@ export interface WindowFailure {
 /** The outcome of a run: the CLI prints it as one JSON line on stdout. */
 export interface RunSummary {
   readonly command: 'backfill' | 'sync';
+  /** The connector's version (package.json). */
+  readonly version: string;
   readonly status: RunStatus;
   readonly exitCode: number;
   readonly from: string | null;

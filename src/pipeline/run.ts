@@ -16,6 +16,7 @@ import { Loader } from '../load/loader.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import type { Logger } from '../logger.js';
+import { VERSION } from '../version.js';
 import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
 import { acquireRunLock } from './run-lock.js';
@@ -123,7 +124,7 @@ export async function executeRun(outer: RunContext, request: RunRequest): Promis
       counters.retries += 1;
     },
   });
-  logger.info('run started');
+  logger.info({ version: VERSION }, 'run started');
   const pool = createPool(config.db, logger, {
     max: config.run.concurrency + 2,
     applicationName: 'post-reports-etl',
@@ -286,6 +287,7 @@ function summarize(
   const exitCode = exitFor({ interrupted, failedWindows: failures.length, stoppedBy });
   return {
     command: request.command,
+    version: VERSION,
     status,
     exitCode,
     from: run.range.from,

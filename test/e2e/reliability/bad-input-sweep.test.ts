@@ -214,7 +214,7 @@ const pageCases: readonly PageCase[] = [
     kind: 'truncated-json',
     code: 'PAGE_MALFORMED',
     says: new RegExp(
-      `report ${ANY_REPORT}, .*answered 200 with invalid JSON \\(Unterminated string in JSON at position \\d+\\): \\{"id":`,
+      `report ${ANY_REPORT}, .*answered 200 with invalid JSON \\(End of string '"' expected but reached end of input at position \\d+\\): \\{"id":`,
     ),
     attempts: ATTEMPTS,
   },
@@ -222,7 +222,7 @@ const pageCases: readonly PageCase[] = [
     kind: 'html-200',
     code: 'PAGE_MALFORMED',
     says: new RegExp(
-      `report ${ANY_REPORT}, .*answered 200 with invalid JSON \\(Unexpected token '<'.*\\): <!DOCTYPE html><html><head><title>Maintenance</title>`,
+      `report ${ANY_REPORT}, .*answered 200 with invalid JSON \\(JSON value expected but got '<' at position 0\\): <!DOCTYPE html><html><head><title>Maintenance</title>`,
     ),
     attempts: ATTEMPTS,
   },

@@ -68,6 +68,29 @@ describe('parseExactJson', () => {
     });
   });
 
+  it("keeps keys written with escapes, which V8's JSON.parse mixes up on Node 24", () => {
+    // On Node 24, JSON.parse returns the key \ for the second text once it has parsed the first.
+    expect(Object.keys(parseExactJson('{"a":1,"\\\\":2}') as object)).toEqual(['a', '\\']);
+    expect(Object.keys(parseExactJson('{"a":1,"\\"":2}') as object)).toEqual(['a', '"']);
+    expect(parseExactJson('{"a":1.5,"\\"":[{"\\u0041":"\\"x"}]}')).toEqual({
+      a: new ExactNumber('1.5'),
+      '"': [{ A: '"x' }],
+    });
+  });
+
+  it('says what is wrong with invalid JSON in the same words on every Node version, at its place in the text', () => {
+    expect(() => parseExactJson('{"a":"abc')).toThrow(
+      new SyntaxError(`End of string '"' expected but reached end of input at position 9`),
+    );
+    // A number rewritten for exactness does not shift the position.
+    expect(() => parseExactJson('{"n":1.25,"a":[1,2')).toThrow(
+      new SyntaxError(`Array item or end of array ']' expected but reached end of input at position 18`),
+    );
+    expect(() => parseExactJson('<html>')).toThrow(
+      new SyntaxError(`JSON value expected but got '<' at position 0`),
+    );
+  });
+
   it('keeps a "__proto__" key as data', () => {
     const parsed = parseExactJson('{"__proto__":1.5}') as Record<string, unknown>;
     expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);

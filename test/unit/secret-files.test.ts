@@ -1,0 +1,152 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig, type RawSettings } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
+import { findPassword, passwordTarget } from '../../src/password-file.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'secret-files-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function file(name: string, text: string, mode = 0o600): string {
+  const path = join(folder, name);
+  writeFileSync(path, text);
+  chmodSync(path, mode);
+  return path;
+}
+
+const base = {
+  POST_REPORTS_BASE_URL: 'https://api.example.com/v4',
+  HOME: folder,
+};
+
+/** The configuration problems, one per line, or [] when the settings parse. */
+function problems(env: RawSettings): string[] {
+  try {
+    parseConfig(env);
+    return [];
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message.split('\n');
+  }
+}
+
+describe('secrets from files', () => {
+  it('reads the token and the connection string from files, without their final line break', () => {
+    const config = parseConfig({
+      ...base,
+      POST_REPORTS_TOKEN_FILE: file('token', 'tok-from-file\n'),
+      DATABASE_URL_FILE: file('url', 'postgres://etl:pw@db.example.com:5432/reports\r\n'),
+    });
+    expect(config.api.token.reveal()).toBe('tok-from-file');
+    expect(config.db.url.reveal()).toBe('postgres://etl:pw@db.example.com:5432/reports');
+    expect(JSON.stringify(config)).not.toContain('tok-from-file');
+    expect(JSON.stringify(config)).not.toContain(':pw@');
+  });
+
+  it('refuses a secret given both ways, naming both settings and neither value', () => {
+    const lines = problems({
+      ...base,
+      POST_REPORTS_TOKEN: 'tok-direct',
+      POST_REPORTS_TOKEN_FILE: file('token2', 'tok-file'),
+      DATABASE_URL: 'postgres://etl:pw1@db/reports',
+      DATABASE_URL_FILE: file('url2', 'postgres://etl:pw2@db/reports'),
+    });
+    expect(lines).toEqual([
+      'POST_REPORTS_TOKEN and POST_REPORTS_TOKEN_FILE are both set: give one of them',
+      'DATABASE_URL (--database-url) and DATABASE_URL_FILE are both set: give one of them',
+    ]);
+  });
+
+  it('names an unreadable or empty file by its path, never by what it holds', () => {
+    const missing = join(folder, 'nothing-here');
+    const lines = problems({
+      ...base,
+      POST_REPORTS_TOKEN_FILE: missing,
+      DATABASE_URL_FILE: file('empty', '\n'),
+    });
+    expect(lines).toEqual([
+      `POST_REPORTS_TOKEN_FILE: cannot read ${JSON.stringify(missing)}: no such file`,
+      `DATABASE_URL_FILE: ${JSON.stringify(join(folder, 'empty'))} is empty`,
+    ]);
+    expect(problems({ ...base, POST_REPORTS_TOKEN_FILE: folder, DATABASE_URL: 'postgres://u@h/d' })).toEqual([
+      `POST_REPORTS_TOKEN_FILE: cannot read ${JSON.stringify(folder)}: it is a folder`,
+    ]);
+  });
+
+  it('checks what a file holds like the variable, without repeating it', () => {
+    const lines = problems({
+      ...base,
+      POST_REPORTS_TOKEN_FILE: file('spaced', 'tok with-space\n'),
+      DATABASE_URL_FILE: file('mysql', 'mysql://root:secret-pw@db/x'),
+    });
+    expect(lines).toEqual([
+      'the file of POST_REPORTS_TOKEN_FILE must not contain white space',
+      'the file of DATABASE_URL_FILE must start with postgres:// or postgresql://',
+    ]);
+  });
+});
+
+describe('the libpq password file', () => {
+  const env = { ...base, POST_REPORTS_TOKEN: 'tok' };
+
+  it('gives the password of the first matching line to a connection string without one', () => {
+    const path = file(
+      'pgpass',
+      [
+        '# host:port:database:user:password',
+        'other.example.com:5432:*:etl:not-this-one',
+        'db.example.com:5432:reports:etl:p\\:w@d%/x',
+        '*:*:*:etl:nor-this-one',
+      ].join('\n'),
+    );
+    const config = parseConfig({
+      ...env,
+      PGPASSFILE: path,
+      DATABASE_URL: 'postgres://etl@db.example.com/reports?sslmode=require',
+    });
+    const url = new URL(config.db.url.reveal());
+    expect(decodeURIComponent(url.password)).toBe('p:w@d%/x');
+    expect(url.searchParams.get('sslmode')).toBe('require');
+    // A password in the connection string wins, as with libpq.
+    const given = parseConfig({
+      ...env,
+      PGPASSFILE: path,
+      DATABASE_URL: 'postgres://etl:own@db.example.com/reports',
+    });
+    expect(given.db.url.reveal()).toBe('postgres://etl:own@db.example.com/reports');
+  });
+
+  it('reads ~/.pgpass when PGPASSFILE is not set, and does without it when there is none', () => {
+    file('.pgpass', 'localhost:5433:*:*:from-home\n');
+    const home = parseConfig({ ...env, DATABASE_URL: 'postgres://me@localhost:5433/db' });
+    expect(new URL(home.db.url.reveal()).password).toBe('from-home');
+    const none = parseConfig({
+      ...env,
+      HOME: join(folder, 'nowhere'),
+      DATABASE_URL: 'postgres://me@localhost/db',
+    });
+    expect(none.db.url.reveal()).toBe('postgres://me@localhost/db');
+  });
+
+  it('refuses a PGPASSFILE that is missing or that others may read', () => {
+    const open = file('open-pgpass', '*:*:*:*:pw\n', 0o644);
+    expect(problems({ ...env, PGPASSFILE: open, DATABASE_URL: 'postgres://me@localhost/db' })).toEqual([
+      `PGPASSFILE: ${JSON.stringify(open)} may be read by others than its owner: make it 0600`,
+    ]);
+    const missing = join(folder, 'no-pgpass');
+    expect(problems({ ...env, PGPASSFILE: missing, DATABASE_URL: 'postgres://me@localhost/db' })).toEqual([
+      `PGPASSFILE: cannot read ${JSON.stringify(missing)}: no such file`,
+    ]);
+  });
+
+  it('matches like libpq: defaults, wildcards and escapes', () => {
+    const target = passwordTarget(new URL('postgres://etl@[::1]/'));
+    expect(target).toEqual({ host: '::1', port: '5432', database: 'etl', user: 'etl' });
+    expect(findPassword('::1:5432:etl:etl:a', target!)).toBeUndefined();
+    expect(findPassword('\\:\\:1:5432:etl:etl:a', target!)).toBe('a');
+    expect(findPassword('*:*:*:*:b:c', target!)).toBe('b:c');
+    expect(passwordTarget(new URL('postgres:///db?host=/var/run/postgresql'))).toBeUndefined();
+  });
+});
