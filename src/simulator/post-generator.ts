@@ -106,6 +106,12 @@ class RecordWriter {
     if (this.fields !== null) this.fields[key] = { number: text };
   }
 
+  /** A number under a key that may need escaping. */
+  namedNumber(key: string, text: string): void {
+    this.text += `,${JSON.stringify(key)}:${text}`;
+    if (this.fields !== null) this.fields[key] = { number: text };
+  }
+
   boolean(key: string, value: boolean): void {
     this.text += value ? `,"${key}":true` : `,"${key}":false`;
     if (this.fields !== null) this.fields[key] = value;
@@ -121,6 +127,12 @@ class RecordWriter {
  * Generates posts lazily from (seed, day, index): any date has posts, and a report needs to keep nothing
  * but (day, index) pairs. Record JSON is written by hand so ids never pass through a JavaScript number.
  */
+/**
+ * Fields that only the posts of some dates carry, right after the post id: date (YYYY-MM-DD) → field name →
+ * number text. Field names are free text, so that the API can be made to send names that JSON must escape.
+ */
+export type ExtraFields = Readonly<Record<string, Readonly<Record<string, string>>>>;
+
 export class PostGenerator {
   readonly #organization: Organization;
   readonly #seed: number;
@@ -139,13 +151,15 @@ export class PostGenerator {
     tags: string[];
     segments: string[][];
   };
+  readonly #extraFields: ExtraFields;
   #lastDay = Number.NaN;
   #lastDate = '';
   readonly #wholeSpendThroughDay: number;
 
   /**
    * `wholeSpendThroughDay`: posts dated up to this day have whole-number spends (no fraction digits);
-   * `schedule`: fields that appear, or turn decimal, from a date on.
+   * `schedule`: fields that appear, or turn decimal, from a date on; `extraFields`: fields that only the posts
+   * of some dates carry.
    */
   constructor(
     organization: Organization,
@@ -153,10 +167,12 @@ export class PostGenerator {
     idField: string,
     wholeSpendThroughDay = Number.NEGATIVE_INFINITY,
     schedule: readonly ScheduledField[] = [],
+    extraFields: ExtraFields = {},
   ) {
     this.#wholeSpendThroughDay = wholeSpendThroughDay;
     this.#organization = organization;
     this.#schedule = schedule;
+    this.#extraFields = extraFields;
     this.#seed = seed;
     this.#idKeyJson = JSON.stringify(idField);
     this.#idOffset = (Math.abs(Math.trunc(seed)) % 97) * 1e12;
@@ -255,6 +271,8 @@ export class PostGenerator {
     const json = this.#json;
     const organization = this.#organization;
     const w = new RecordWriter(`{${this.#idKeyJson}:${this.postId(day, index)}`, fields);
+    const extra = this.#extraFields[this.#date(day)];
+    if (extra !== undefined) for (const [key, text] of Object.entries(extra)) w.namedNumber(key, text);
 
     const inFlight = random.chance(0.65);
     const video = random.chance(0.5);

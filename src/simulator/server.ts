@@ -16,7 +16,7 @@ import {
 import { corruptPageBody, pageBody } from './page-body.js';
 import { PostCatalog, type PostRefs } from './post-catalog.js';
 import { compileFilter } from './post-filter.js';
-import { MAX_POSTS_PER_DAY, PostGenerator } from './post-generator.js';
+import { type ExtraFields, MAX_POSTS_PER_DAY, PostGenerator } from './post-generator.js';
 import { mixSeed, Random } from './random.js';
 import type { SimulatorPost } from './reference.js';
 import {
@@ -71,6 +71,8 @@ export interface SimulatorOptions {
   wholeSpendThrough?: string;
   /** All off by default. */
   faults?: Partial<Faults>;
+  /** None by default: fields that only the posts of some dates carry (see ExtraFields). */
+  extraFields?: ExtraFields;
 }
 
 export interface RunningSimulator {
@@ -240,6 +242,7 @@ class Simulator {
       idField,
       options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
       compileFieldSchedule(options.fieldSchedule, new Set([idField, 'custom_segments'])),
+      options.extraFields ?? {},
     );
     this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
     this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
