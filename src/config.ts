@@ -482,7 +482,8 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
     problems.add(
       `${SETTINGS.token.env} is not set: the API needs a bearer token (or set ${SETTINGS.tokenFile.env} to a file holding it)`,
     );
-  } else if (token !== null && /[\s\r\n]/.test(tokenText)) problems.add(`${token.source} must not contain white space`);
+  } else if (token !== null && /[\s\r\n]/.test(tokenText))
+    problems.add(`${token.source} must not contain white space`);
   const postIdField = raw('postIdField', env, flags) ?? 'platform_post_id';
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(postIdField)) {
     problems.add(`${where('postIdField')} must be a plain field name, got ${JSON.stringify(postIdField)}`);
