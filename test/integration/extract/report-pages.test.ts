@@ -78,7 +78,9 @@ describe('reports and pages against the simulator', () => {
   it('gives up at the polling deadline, saying how long and the last status', async () => {
     const slow = await startSimulator({ seed: 3, generationDelayMs: 3_600_000 });
     try {
-      const { client, config } = clientFor(slow, { POST_REPORTS_POLL_DEADLINE_MS: '60' });
+      // Polls come every 5-20 ms: a deadline of many polls, so that the count does not hang on how long one
+      // request takes (with 60 ms, a first request slower than that left a single poll).
+      const { client, config } = clientFor(slow, { POST_REPORTS_POLL_DEADLINE_MS: '1000' });
       const { id } = await createReport(client, { start: '2026-01-01', end: '2026-01-01' }, {});
       const polls: string[] = [];
       const error = (await failure(() =>
@@ -87,7 +89,7 @@ describe('reports and pages against the simulator', () => {
       expect(error.code).toBe('REPORT_DEADLINE');
       expect(error.message).toMatch(
         new RegExp(
-          `^report ${id} was not DONE after \\d+ ms \\(\\d+ polls, deadline 60 ms, POST_REPORTS_POLL_DEADLINE_MS\\); last status IN_PROGRESS$`,
+          `^report ${id} was not DONE after \\d+ ms \\(${polls.length} polls, deadline 1000 ms, POST_REPORTS_POLL_DEADLINE_MS\\); last status IN_PROGRESS$`,
         ),
       );
       expect(polls.length).toBeGreaterThan(1);
