@@ -1,5 +1,5 @@
-// The registry mirror here serves only this platform's builds: `npm install` then leaves the other platforms'
-// optional packages (biome, rollup, esbuild binaries) out of package-lock.json, and `npm ci` refuses the lockfile.
+// A registry that serves only the installing platform's builds makes `npm install` leave the other platforms'
+// optional packages (biome, rollup, esbuild binaries) out of package-lock.json, and `npm ci` then refuses the lockfile.
 // This adds a stub entry (version, optional) for each of them, so that `npm ci` accepts the lockfile and skips
 // them as it would on any machine of another platform. Run it after every `npm install`: node .ci/lockfile-stubs.mjs
 import { readFileSync, writeFileSync } from 'node:fs';

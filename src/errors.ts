@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'TOKEN_REJECTED'
   | 'DB_VERSION_UNSUPPORTED'
   | 'DB_PRIVILEGE_MISSING'
+  | 'DB_LOGIN_REJECTED'
   // the API
   | 'API_HTTP_ERROR'
   | 'REPORT_REJECTED'

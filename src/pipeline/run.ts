@@ -11,7 +11,7 @@ import { canonicalFilters, type Filters } from '../extract/filters.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
-import { createPool, deadlineHint, withTransaction } from '../load/database.js';
+import { asStoreError, createPool, deadlineHint, withTransaction } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
@@ -315,8 +315,10 @@ function summarize(
 
 /** A connection failure, named by host, port and database: never the user or password. */
 function connectionError(url: string, error: unknown): unknown {
-  // A server's SQLSTATE means PostgreSQL answered: that error speaks for itself.
-  if (error instanceof EtlError || /^[0-9A-Z]{5}$/.test(sqlState(error) ?? '')) return error;
+  if (error instanceof EtlError) return error;
+  const state = sqlState(error);
+  // Class 28: the server refused the role or its password; retrying cannot help, a person must fix the login.
+  const refused = state?.startsWith('28') === true;
   let where = 'DATABASE_URL';
   try {
     const parsed = new URL(url);
@@ -324,7 +326,18 @@ function connectionError(url: string, error: unknown): unknown {
   } catch {
     // An unparsable URL: the reason below says why.
   }
+  // Any other SQLSTATE means PostgreSQL answered: its own message speaks for itself.
+  if (!refused && /^[0-9A-Z]{5}$/.test(state ?? '')) return asStoreError(`PostgreSQL at ${where}`, error);
   const reason = error instanceof Error ? error.message : String(error);
+  if (refused) {
+    return new StoreError(
+      'DB_LOGIN_REJECTED',
+      `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}`,
+      {
+        cause: error,
+      },
+    );
+  }
   return new StoreError(
     'DB_ERROR',
     `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${deadlineHint(error)}`,

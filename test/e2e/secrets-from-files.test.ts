@@ -87,8 +87,9 @@ describe('secrets from files (the built CLI)', () => {
         DATABASE_URL_FILE: secretFile('url-2', url),
       }),
     );
-    expect(result.code, result.stderr).toBe(1);
-    expect(result.summary).toMatchObject({ status: 'failed' });
+    // A refused login needs a person, as a rejected token does: exit 2, named.
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.summary).toMatchObject({ status: 'invalid', error: { code: 'DB_LOGIN_REJECTED' } });
     expect(result.stderr).toContain('password authentication failed for user "etl_reader"');
     expect(passwords.logins.at(-1)).toEqual({ user: 'etl_reader', password: PASSWORD });
     expect(output(result)).not.toContain(PASSWORD);
@@ -108,7 +109,8 @@ describe('secrets from files (the built CLI)', () => {
         PGPASSFILE: pgpass,
       }),
     );
-    expect(result.code, result.stderr).toBe(1);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.summary).toMatchObject({ error: { code: 'DB_LOGIN_REJECTED' } });
     expect(passwords.logins.at(-1)).toEqual({ user: 'etl_reader', password: PASSWORD });
     expect(output(result)).not.toContain(PASSWORD);
     // pg's own reading of the file is deprecated and warns; the connector reads it itself.
