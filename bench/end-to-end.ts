@@ -4,7 +4,8 @@
  * arrives (the simulator's own limit). A fresh simulator serves each run, so no report is reused across runs.
  */
 import pg from 'pg';
-import { cutWindows, type Window } from '../src/pipeline/windows.js';
+import type { Window } from '../src/model/window.js';
+import { cutWindows } from '../src/pipeline/windows.js';
 import { type BenchContext, cliEnv, TOKEN } from './bench-context.js';
 import { CLI, runNode, startSimulatorChild } from './child.js';
 import { median } from './stats.js';

@@ -15,6 +15,7 @@ export { ApiError, ConfigError, DataError, type ErrorCode, EtlError, StoreError 
 export type { FieldSelection } from './extract/field-selection.js';
 export type { Filters, SegmentFilter } from './extract/filters.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
+export type { Window } from './model/window.js';
 export { type BackfillOptions, backfill } from './pipeline/backfill.js';
 export type { RunContext } from './pipeline/run.js';
 export {
@@ -25,6 +26,6 @@ export {
   type WindowFailure,
 } from './pipeline/run-summary.js';
 export { type SyncOptions, sync } from './pipeline/sync.js';
-export { cutWindows, type Window } from './pipeline/windows.js';
+export { cutWindows } from './pipeline/windows.js';
 export { Secret } from './secret.js';
 export { VERSION } from './version.js';

@@ -1,5 +1,5 @@
 import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
-import { ExactNumber } from '../extract/post-record.js';
+import { ExactNumber } from '../model/post-record.js';
 
 /*
  * Technique: one string-aware scan finds the number tokens JSON.parse would round (long integers, decimals,

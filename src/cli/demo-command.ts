@@ -8,7 +8,7 @@ import {
   sampleRowsQuery,
   spendByBrandAndWeekQuery,
 } from '../demo/demo-queries.js';
-import { addDays, todayUtc } from '../pipeline/dates.js';
+import { addDays, todayUtc } from '../model/dates.js';
 import { startSimulator } from '../simulator/server.js';
 import { runWithProgress } from './run-command.js';
 import { classify, type Io, printError } from './run-output.js';

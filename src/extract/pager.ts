@@ -1,6 +1,6 @@
 import type { ApiClient } from '../api/client.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
-import { ExactNumber } from './post-record.js';
+import { ExactNumber } from '../model/post-record.js';
 
 /** One page of a DONE report: its records and the token of the next page (null on the last page). */
 export interface ReportPage {

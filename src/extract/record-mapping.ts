@@ -6,7 +6,7 @@ import {
   type FieldValue,
   JsonDocument,
   type MappedPost,
-} from './post-record.js';
+} from '../model/post-record.js';
 
 /** Where the records came from, for error messages, and which field holds the post id. */
 export interface MappingContext {

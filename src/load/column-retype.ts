@@ -14,7 +14,8 @@
 import type pg from 'pg';
 import { StoreError } from '../errors.js';
 import { isColumnDate } from './field-types.js';
-import * as q from './queries.js';
+import * as queries from './queries.js';
+import { partitionName, qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
@@ -65,30 +66,30 @@ export async function retypeColumn(
   const copies: { partition: Partition; copy: string }[] = [];
   for (const [i, partition] of partitions.entries()) {
     signal?.throwIfAborted();
-    const copy = q.partitionName('retype', partition.start, partition.end);
-    await client.query(q.lockShare(schema, partition.name));
+    const copy = partitionName('retype', partition.start, partition.end);
+    await client.query(queries.lockShare(schema, partition.name));
     const columns = await columnNames(client, schema, partition.name);
-    await client.query(q.dropTable(schema, copy));
-    await client.query(q.createLike(schema, copy, partition.name));
-    await client.query(q.alterColumnType(schema, copy, column, type));
-    await client.query(q.copyRows(schema, copy, partition.name, columns));
-    await client.query(q.addWindowCheck(schema, copy, partition.start));
-    await client.query(q.addPrimaryKey(schema, copy, key));
+    await client.query(queries.dropTable(schema, copy));
+    await client.query(queries.createLike(schema, copy, partition.name));
+    await client.query(queries.alterColumnType(schema, copy, column, type));
+    await client.query(queries.copyRows(schema, copy, partition.name, columns));
+    await client.query(queries.addWindowCheck(schema, copy, partition.start));
+    await client.query(queries.addPrimaryKey(schema, copy, key));
     copies.push({ partition, copy });
     await options.onCopied?.(partition.name, i + 1, partitions.length);
   }
   const copied = Date.now();
   signal?.throwIfAborted();
   // Bounded by lock_timeout: a reader that never lets go fails the widening (and the window), it does not hang it.
-  await client.query(q.lockExclusive(schema, table, false));
+  await client.query(queries.lockExclusive(schema, table, false));
   // Readers wait from here on: the swap is sent as one batch, so that it costs no round trip per window.
   const swap = [
-    ...copies.map(({ partition }) => q.dropTable(schema, partition.name)),
-    q.alterColumnType(schema, table, column, type),
+    ...copies.map(({ partition }) => queries.dropTable(schema, partition.name)),
+    queries.alterColumnType(schema, table, column, type),
     ...copies.flatMap(({ partition, copy }) => [
-      q.renameTable(schema, copy, partition.name),
-      q.renameIndex(schema, `${copy}_pkey`, `${partition.name}_pkey`),
-      q.attachPartition(schema, table, partition.name, partition.start),
+      queries.renameTable(schema, copy, partition.name),
+      queries.renameIndex(schema, `${copy}_pkey`, `${partition.name}_pkey`),
+      queries.attachPartition(schema, table, partition.name, partition.start),
     ]),
   ];
   await client.query(swap.join(';\n'));
@@ -96,7 +97,7 @@ export async function retypeColumn(
 }
 
 async function windowPartitions(db: Queryable, schema: string, table: string): Promise<Partition[]> {
-  const { rows } = await db.query<{ name: string }>(q.partitionsOf, [q.qualified(schema, table)]);
+  const { rows } = await db.query<{ name: string }>(queries.partitionsOf, [qualified(schema, table)]);
   const pattern = new RegExp(`^${table}_([0-9]{8})_([0-9]{8})$`);
   return rows.map(({ name }) => {
     const m = pattern.exec(name);
@@ -117,6 +118,6 @@ function isoDate(digits: string): string {
 }
 
 async function columnNames(db: Queryable, schema: string, table: string): Promise<string[]> {
-  const { rows } = await db.query<{ name: string }>(q.readColumns, [q.qualified(schema, table)]);
+  const { rows } = await db.query<{ name: string }>(queries.readColumns, [qualified(schema, table)]);
   return rows.map((r) => r.name);
 }

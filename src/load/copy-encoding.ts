@@ -11,7 +11,7 @@ import {
   type FieldValue,
   JsonDocument,
   type MappedPost,
-} from '../extract/post-record.js';
+} from '../model/post-record.js';
 import type { ColumnType } from './field-types.js';
 
 /** Counters of one encoding pass. */

@@ -1,5 +1,5 @@
 import { isIsoDate } from '../config.js';
-import { ExactNumber, type FieldValue, JsonDocument } from '../extract/post-record.js';
+import { ExactNumber, type FieldValue, JsonDocument } from '../model/post-record.js';
 
 /**
  * The column types the loader creates (`date` only for fields documented as dates: declared-types.ts); `other` is

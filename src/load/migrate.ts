@@ -15,6 +15,8 @@ import pg from 'pg';
 import { EtlError, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { asStoreError } from './database.js';
+import { lockForSession, migrateLockKey, unlockSession } from './locks.js';
+import { qualified } from './table-names.js';
 
 /** Where the connector's tables live. */
 export interface Target {
@@ -51,6 +53,7 @@ export async function migrate(
 ): Promise<{ applied: string[] }> {
   const files = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
   const schema = pg.escapeIdentifier(target.schema);
+  const migrations = qualified(target.schema, 'schema_migrations');
   const client = await pool.connect();
   const onError = (): void => {};
   client.on('error', onError);
@@ -58,20 +61,18 @@ export async function migrate(
   let locked = false;
   try {
     signal?.throwIfAborted();
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [
-      `post-reports-etl:migrate:${target.schema}`,
-    ]);
+    await lockForSession(client, migrateLockKey(target.schema));
     locked = true;
     // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists: a role owning only its schema could not run.
     if ((await client.query('SELECT to_regnamespace($1) IS NULL AS missing', [schema])).rows[0]?.missing)
       await client.query(`CREATE SCHEMA ${schema}`);
     await client.query(
-      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
+      `CREATE TABLE IF NOT EXISTS ${migrations} (
          name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
     const done = new Map<string, string>();
     const rows = await client.query<{ name: string; checksum: string }>(
-      `SELECT name, checksum FROM ${schema}.schema_migrations`,
+      `SELECT name, checksum FROM ${migrations}`,
     );
     for (const row of rows.rows) done.set(row.name, row.checksum);
     const applied: string[] = [];
@@ -90,7 +91,7 @@ export async function migrate(
       await client.query('BEGIN');
       try {
         await client.query(render(file.sql, target));
-        await client.query(`INSERT INTO ${schema}.schema_migrations (name, checksum) VALUES ($1, $2)`, [
+        await client.query(`INSERT INTO ${migrations} (name, checksum) VALUES ($1, $2)`, [
           file.name,
           file.checksum,
         ]);
@@ -109,11 +110,9 @@ export async function migrate(
     throw asStoreError('migrate', error);
   } finally {
     if (locked && broken === undefined) {
-      await client
-        .query('SELECT pg_advisory_unlock(hashtext($1))', [`post-reports-etl:migrate:${target.schema}`])
-        .catch((error: unknown) => {
-          broken = error instanceof Error ? error : new Error(String(error));
-        });
+      await unlockSession(client, migrateLockKey(target.schema)).catch((error: unknown) => {
+        broken = error instanceof Error ? error : new Error(String(error));
+      });
     }
     client.off('error', onError);
     // A connection that failed mid-way is destroyed, which also frees its session advisory lock.
@@ -167,7 +166,7 @@ async function checkPostIdColumn(client: pg.PoolClient, target: Target): Promise
     `SELECT format_type(a.atttypid, a.atttypmod) AS type
        FROM pg_attribute a
       WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND NOT a.attisdropped`,
-    [`${pg.escapeIdentifier(target.schema)}.posts`, target.postIdField],
+    [qualified(target.schema, 'posts'), target.postIdField],
   );
   if (result.rows[0]?.type !== 'bigint') {
     throw new StoreError(

@@ -4,34 +4,11 @@
  */
 import pg from 'pg';
 import type { ColumnType } from './field-types.js';
-
-const id = pg.escapeIdentifier;
-
-/** schema.table, both quoted. */
-export function qualified(schema: string, table: string): string {
-  return `${id(schema)}.${id(table)}`;
-}
-
-export const lockKey = 'SELECT pg_advisory_xact_lock(hashtext($1))';
+import { qualified } from './table-names.js';
 
 /** $1 the backend's pid: stops the statement it runs (an aborted run's), or the whole session. */
 export const cancelBackend = 'SELECT pg_cancel_backend($1)';
 export const terminateBackend = 'SELECT pg_terminate_backend($1)';
-
-/** Serializes DDL on posts of one schema. */
-export function ddlLockKey(schema: string): string {
-  return `post-reports-etl:ddl:${schema}`;
-}
-
-/** Serializes the swaps of one schema. */
-export function swapLockKey(schema: string): string {
-  return `post-reports-etl:swap:${schema}`;
-}
-
-/** Serializes openWindow/discardWindow of one window. */
-export function windowLockKey(schema: string, start: string, end: string): string {
-  return `post-reports-etl:window:${schema}:${start}:${end}`;
-}
 
 const SQL_TYPES: Record<Exclude<ColumnType, 'other'>, string> = {
   bigint: 'bigint',
@@ -64,11 +41,11 @@ export const readColumns = `SELECT a.attname::text AS name, format_type(a.atttyp
   FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`;
 
 export function addColumn(schema: string, table: string, column: string, type: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD COLUMN ${id(column)} ${type}`;
+  return `ALTER TABLE ${qualified(schema, table)} ADD COLUMN ${pg.escapeIdentifier(column)} ${type}`;
 }
 
 export function alterColumnType(schema: string, table: string, column: string, type: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ALTER COLUMN ${id(column)} TYPE ${type} USING ${id(column)}::${type}`;
+  return `ALTER TABLE ${qualified(schema, table)} ALTER COLUMN ${pg.escapeIdentifier(column)} TYPE ${type} USING ${pg.escapeIdentifier(column)}::${type}`;
 }
 
 /** $1 field, $2 column. */
@@ -104,7 +81,7 @@ export function createStageSegments(schema: string, table: string, of: StageOf):
 // The columns both stages begin with. The CHECK lets ATTACH PARTITION skip its validating scan.
 function stageKey(of: StageOf): string {
   const start = pg.escapeLiteral(of.start);
-  return `_seq bigint NOT NULL, ${id(of.postId)} bigint NOT NULL,
+  return `_seq bigint NOT NULL, ${pg.escapeIdentifier(of.postId)} bigint NOT NULL,
             _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start})`;
 }
 
@@ -112,9 +89,10 @@ function stageKey(of: StageOf): string {
 export const stageTablesExist = 'SELECT to_regclass($1)::text AS posts, to_regclass($2)::text AS segments';
 
 // A step of a transaction that may fail and be tried again without losing the rest.
-export const savepoint = (name: string): string => `SAVEPOINT ${id(name)}`;
-export const rollbackToSavepoint = (name: string): string => `ROLLBACK TO SAVEPOINT ${id(name)}`;
-export const releaseSavepoint = (name: string): string => `RELEASE SAVEPOINT ${id(name)}`;
+export const savepoint = (name: string): string => `SAVEPOINT ${pg.escapeIdentifier(name)}`;
+export const rollbackToSavepoint = (name: string): string =>
+  `ROLLBACK TO SAVEPOINT ${pg.escapeIdentifier(name)}`;
+export const releaseSavepoint = (name: string): string => `RELEASE SAVEPOINT ${pg.escapeIdentifier(name)}`;
 
 export function dropTable(schema: string, table: string): string {
   return `DROP TABLE IF EXISTS ${qualified(schema, table)}`;
@@ -126,19 +104,19 @@ export function copyStagePosts(
   postId: string,
   columns: readonly string[],
 ): string {
-  const list = ['_seq', postId, ...columns].map((c) => id(c)).join(', ');
+  const list = ['_seq', postId, ...columns].map((c) => pg.escapeIdentifier(c)).join(', ');
   return `COPY ${qualified(schema, table)} (${list}) FROM STDIN`;
 }
 
 export function copyStageSegments(schema: string, table: string, postId: string): string {
-  return `COPY ${qualified(schema, table)} (_seq, ${id(postId)}, name, value) FROM STDIN`;
+  return `COPY ${qualified(schema, table)} (_seq, ${pg.escapeIdentifier(postId)}, name, value) FROM STDIN`;
 }
 
-/** $1 start, $2 end. */
-export function readProgress(schema: string, forUpdate: boolean): string {
+/** $1 start, $2 end: the window's progress, locked. */
+export function readProgress(schema: string): string {
   return `SELECT report_id, pages_staged, next_page, rows_staged::text AS rows_staged, stage_posts, stage_segments
             FROM ${qualified(schema, 'stage_progress')}
-           WHERE window_start = $1 AND window_end = $2${forUpdate ? ' FOR UPDATE' : ''}`;
+           WHERE window_start = $1 AND window_end = $2 FOR UPDATE`;
 }
 
 /** $1 start, $2 end, $3 report id, $4 stage posts, $5 stage segments. */
@@ -160,52 +138,6 @@ export function advanceProgress(schema: string): string {
 
 export function deleteProgress(schema: string): string {
   return `DELETE FROM ${qualified(schema, 'stage_progress')} WHERE window_start = $1 AND window_end = $2`;
-}
-
-// ---- report_windows ----------------------------------------------------------------------------------------
-
-/**
- * $1 start, $2 end, $3 report id of the attempt, $4 filters (jsonb or null: then the target's filters from
- * sync_state).
- */
-export function openReportWindow(schema: string): string {
-  return `INSERT INTO ${qualified(schema, 'report_windows')}
-            (window_start, window_end, filters, attempt_report_id, status, started_at)
-          VALUES ($1, $2, COALESCE($4::jsonb, (SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
-                  $3, 'staging', now())
-          ON CONFLICT (window_start, window_end) DO UPDATE
-            SET attempt_report_id = EXCLUDED.attempt_report_id, updated_at = now()`;
-}
-
-/** $1 start, $2 end, $3 pages staged. */
-export function reportWindowPages(schema: string): string {
-  return `UPDATE ${qualified(schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
-           WHERE window_start = $1 AND window_end = $2`;
-}
-
-/**
- * $1 start, $2 end, $3 report id, $4 pages staged, $5 row count, $6 today (null: the current UTC date). The
- * attempt is over; the rows are final up to the window's end, or up to the day before today for a window that
- * reaches today (an open window).
- */
-export function markLoaded(schema: string): string {
-  return `INSERT INTO ${qualified(schema, 'report_windows')}
-            (window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through,
-             finished_at)
-          VALUES ($1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
-                  $3, 'loaded', $4, $5,
-                  LEAST($2::date, COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1), now())
-          ON CONFLICT (window_start, window_end) DO UPDATE
-            SET status = 'loaded', report_id = EXCLUDED.report_id, attempt_report_id = NULL,
-                pages_staged = EXCLUDED.pages_staged, row_count = EXCLUDED.row_count,
-                loaded_through = EXCLUDED.loaded_through, finished_at = now(), updated_at = now()`;
-}
-
-/** $1 starts, $2 ends (date arrays). */
-export function deleteReportWindows(schema: string): string {
-  return `DELETE FROM ${qualified(schema, 'report_windows')} w
-           USING unnest($1::date[], $2::date[]) AS o(s, e)
-           WHERE w.window_start = o.s AND w.window_end = o.e`;
 }
 
 // ---- swap --------------------------------------------------------------------------------------------------
@@ -241,14 +173,9 @@ export function lockExclusive(schema: string, table: string, noWait: boolean): s
   return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE${noWait ? ' NOWAIT' : ''}`;
 }
 
-/** The table of a window: a partition of `parent` (posts or post_custom_segments), or a stage (`stage`). */
-export function partitionName(parent: string, start: string, end: string): string {
-  return `${parent}_${start.replaceAll('-', '')}_${end.replaceAll('-', '')}`;
-}
-
 /** Building the key after the COPY is cheaper than maintaining it row by row. Named `<table>_pkey`. */
 export function addPrimaryKey(schema: string, table: string, columns: readonly string[]): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${id(`${table}_pkey`)} PRIMARY KEY (${columns.map((c) => id(c)).join(', ')})`;
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_pkey`)} PRIMARY KEY (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')})`;
 }
 
 /**
@@ -258,7 +185,7 @@ export function addPrimaryKey(schema: string, table: string, columns: readonly s
 export function deleteEarlierOccurrences(schema: string, stage: string, postId: string): string {
   return `DELETE FROM ${qualified(schema, stage)} s
            WHERE EXISTS (SELECT 1 FROM ${qualified(schema, stage)} l
-                          WHERE l.${id(postId)} = s.${id(postId)} AND l._seq > s._seq)`;
+                          WHERE l.${pg.escapeIdentifier(postId)} = s.${pg.escapeIdentifier(postId)} AND l._seq > s._seq)`;
 }
 
 /** The segments of occurrences deleted by deleteEarlierOccurrences. */
@@ -270,11 +197,11 @@ export function deleteOrphanSegments(
 ): string {
   return `DELETE FROM ${qualified(schema, stageSegments)} g
            WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stagePosts)} p
-                              WHERE p.${id(postId)} = g.${id(postId)} AND p._seq = g._seq)`;
+                              WHERE p.${pg.escapeIdentifier(postId)} = g.${pg.escapeIdentifier(postId)} AND p._seq = g._seq)`;
 }
 
 export function dropColumn(schema: string, table: string, column: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} DROP COLUMN ${id(column)}`;
+  return `ALTER TABLE ${qualified(schema, table)} DROP COLUMN ${pg.escapeIdentifier(column)}`;
 }
 
 /** $1 the window's start date. */
@@ -283,11 +210,11 @@ export function attachPartition(schema: string, parent: string, table: string, s
 }
 
 export function renameTable(schema: string, table: string, to: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} RENAME TO ${id(to)}`;
+  return `ALTER TABLE ${qualified(schema, table)} RENAME TO ${pg.escapeIdentifier(to)}`;
 }
 
 export function renameIndex(schema: string, index: string, to: string): string {
-  return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${id(to)}`;
+  return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${pg.escapeIdentifier(to)}`;
 }
 
 /**
@@ -314,11 +241,11 @@ export function createLike(schema: string, table: string, like: string): string 
 
 /** Copies every row, column by name: the copy's types take the values by assignment. */
 export function copyRows(schema: string, to: string, from: string, columns: readonly string[]): string {
-  const list = columns.map((c) => id(c)).join(', ');
+  const list = columns.map((c) => pg.escapeIdentifier(c)).join(', ');
   return `INSERT INTO ${qualified(schema, to)} (${list}) SELECT ${list} FROM ${qualified(schema, from)}`;
 }
 
 /** The window's partition constraint as a CHECK, so that ATTACH PARTITION skips its validating scan. */
 export function addWindowCheck(schema: string, table: string, start: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${id(`${table}_window_check`)} CHECK (_window_start = ${pg.escapeLiteral(start)})`;
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_window_check`)} CHECK (_window_start = ${pg.escapeLiteral(start)})`;
 }

@@ -13,16 +13,18 @@
  */
 import type pg from 'pg';
 import { DataError, oneLine } from '../errors.js';
-import type { MappedPost } from '../extract/post-record.js';
 import type { Logger } from '../logger.js';
+import type { MappedPost } from '../model/post-record.js';
 import { chooseColumnName } from './column-naming.js';
 import { retypeColumn } from './column-retype.js';
 import { withTransaction } from './database.js';
 import type { DeclaredType } from './declared-types.js';
 import { type ColumnType, columnTypeFor, columnTypeOf, fitOf, isColumnDate, kindOf } from './field-types.js';
+import { ddlLockKey, lockForTransaction } from './locks.js';
 import type { Target } from './migrate.js';
 import { DUPLICATE_COLUMN, sqlState } from './pg-error-codes.js';
-import * as q from './queries.js';
+import * as queries from './queries.js';
+import { qualified } from './table-names.js';
 
 /** A field's column in the posts table. */
 export interface ColumnInfo {
@@ -61,8 +63,8 @@ export interface PagePlace {
 /** Reads the field→column registry with the current column types of posts. */
 export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Target): Promise<Registry> {
   const result = await client.query<{ field: string | null; column_name: string; sql_type: string | null }>(
-    q.readRegistry(target.schema),
-    [q.qualified(target.schema, 'posts')],
+    queries.readRegistry(target.schema),
+    [qualified(target.schema, 'posts')],
   );
   const byField = new Map<string, ColumnInfo>();
   const taken = new Set<string>();
@@ -152,7 +154,7 @@ export async function evolvePosts(
     let fresh: Registry;
     try {
       fresh = await withTransaction(pool, signal, async (client) => {
-        await client.query(q.lockKey, [q.ddlLockKey(target.schema)]);
+        await lockForTransaction(client, ddlLockKey(target.schema));
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);
         for (const change of changes) {
@@ -160,8 +162,8 @@ export async function evolvePosts(
           if (change.action === 'add' && !info?.exists) {
             const column = info?.column ?? chooseColumnName(change.field, taken);
             taken.add(column);
-            await client.query(q.addColumn(target.schema, 'posts', column, change.type));
-            if (!info) await client.query(q.registerField(target.schema), [change.field, column]);
+            await client.query(queries.addColumn(target.schema, 'posts', column, change.type));
+            if (!info) await client.query(queries.registerField(target.schema), [change.field, column]);
             added.push({ field: change.field, column, type: change.type });
           } else if (change.action === 'widen' && info?.type === 'bigint') {
             const result = await retypeColumn(

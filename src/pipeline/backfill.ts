@@ -1,6 +1,6 @@
 import { parseDate } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { todayUtc } from './dates.js';
+import { todayUtc } from '../model/dates.js';
 import { executeRun, type RunContext } from './run.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows } from './windows.js';

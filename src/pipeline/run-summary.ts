@@ -1,12 +1,10 @@
-import type { Window } from './windows.js';
+import type { Window } from '../model/window.js';
 
 export { EXIT } from './exit-codes.js';
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted' | 'lock_held' | 'invalid';
 
-export interface WindowFailure {
-  readonly start: string;
-  readonly end: string;
+export interface WindowFailure extends Window {
   readonly code: string;
   readonly message: string;
 }

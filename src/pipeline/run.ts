@@ -13,15 +13,9 @@ import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import { asStoreError, createPool, deadlineHint, withTransaction } from '../load/database.js';
 import { Loader } from '../load/loader.js';
+import { acquireRunLock } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
-import type { Logger } from '../logger.js';
-import { VERSION } from '../version.js';
-import { exitFor } from './exit-codes.js';
-import { preflight } from './preflight.js';
-import { acquireRunLock } from './run-lock.js';
-import { RunStop } from './run-stop.js';
-import type { ProgressEvent, RunStatus, RunSummary, WindowFailure } from './run-summary.js';
 import {
   endAttempt,
   firstLoadedDate,
@@ -31,14 +25,22 @@ import {
   readWindow,
   recordReport,
   resetTarget,
+  type SyncState,
   setCursor,
   startAttempt,
-  type TargetState,
   writeTarget,
-} from './state.js';
+} from '../load/window-state.js';
+import type { Logger } from '../logger.js';
+import { dayBefore } from '../model/dates.js';
+import { byStart, type Window, windowLabel } from '../model/window.js';
+import { VERSION } from '../version.js';
+import { exitFor } from './exit-codes.js';
+import { preflight } from './preflight.js';
+import { RunStop } from './run-stop.js';
+import type { ProgressEvent, RunStatus, RunSummary, WindowFailure } from './run-summary.js';
 import { applyFieldSelection, checkFieldSelection, readStoredFields } from './target-fields.js';
 import { Watchdog } from './watchdog.js';
-import { planWindows, type Window, type WindowGroup, windowKey } from './windows.js';
+import { planWindows, type WindowGroup } from './windows.js';
 
 /** What every run needs: configuration, a logger, and optionally a way to stop it and to watch it. */
 export interface RunContext {
@@ -237,7 +239,7 @@ async function loadGroups(
       interrupted += outcome.interrupted;
     }),
   );
-  failures.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  failures.sort(byStart);
   return { failures, interrupted };
 }
 
@@ -345,15 +347,11 @@ function connectionError(url: string, error: unknown): unknown {
   );
 }
 
-function dayBefore(date: string): string {
-  return new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
-}
-
 /** The stored target and history, or null when the schema has not been set up yet. */
 async function peekTarget(
   pool: pg.Pool,
   schema: string,
-): Promise<{ target: TargetState; history: LoadedHistory } | null> {
+): Promise<{ target: SyncState; history: LoadedHistory } | null> {
   try {
     const target = await readTarget(pool, schema);
     if (target === null) return null;
@@ -366,7 +364,7 @@ async function peekTarget(
 }
 
 /** Refuses a run whose filters or post id field differ from what the schema was loaded with, unless resetting. */
-function checkTarget(stored: TargetState | null, config: Config, filters: Filters, reset: boolean): void {
+function checkTarget(stored: SyncState | null, config: Config, filters: Filters, reset: boolean): void {
   if (stored === null) return;
   const schema = config.db.schema;
   if (stored.postIdField !== config.api.postIdField) {
@@ -474,7 +472,7 @@ class RunWindow {
     try {
       await endAttempt(this.pool, this.schema, window, 'pending', oneLine(message));
     } catch (error) {
-      this.logger.error({ err: error, window: windowKey(window) }, 'could not record the interruption');
+      this.logger.error({ err: error, window: windowLabel(window) }, 'could not record the interruption');
     }
   }
 
@@ -482,7 +480,7 @@ class RunWindow {
     try {
       await endAttempt(this.pool, this.schema, window, 'failed', message);
     } catch (error) {
-      this.logger.error({ err: error, window: windowKey(window) }, 'could not record the failure');
+      this.logger.error({ err: error, window: windowLabel(window) }, 'could not record the failure');
     }
   }
 
@@ -492,13 +490,13 @@ class RunWindow {
     for (const w of group) {
       this.context.onProgress?.({ type: 'window-loaded', window: w, posts: rows, durationMs });
     }
-    this.logger.info({ windows: group.map(windowKey), rows, commitMs: durationMs }, 'windows committed');
+    this.logger.info({ windows: group.map(windowLabel), rows, commitMs: durationMs }, 'windows committed');
   }
 
   async stage(window: Window): Promise<void> {
     const { config } = this.context;
     const signal = this.stop.child();
-    const log = this.logger.child({ window: windowKey(window) });
+    const log = this.logger.child({ window: windowLabel(window) });
     const attempts = config.run.windowAttempts;
     for (let attempt = 1; ; attempt += 1) {
       if (signal.aborted) throw new EtlError('ABORTED', 'the run was interrupted before this window started');

@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import type { FieldSelection } from '../extract/field-selection.js';
 import type { Filters } from '../extract/filters.js';
+import { type RunLockHolder, runLockHolder } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
-import { type RunLockHolder, runLockHolder } from './run-lock.js';
-import { listWindows, readTarget, type TargetState, type WindowState } from './state.js';
+import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
 import { readSelection } from './target-fields.js';
 
 /**
@@ -64,7 +64,7 @@ export function standingOf(
 
 /** Reads a schema's windows, cursor and run lock (read only; an empty status for a schema not set up yet). */
 export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<SchemaStatus> {
-  let target: TargetState | null = null;
+  let target: SyncState | null = null;
   let windows: WindowState[] = [];
   let fields: FieldSelection | null = null;
   try {

@@ -1,6 +1,6 @@
 import type { RunConfig } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { addDays, todayUtc } from './dates.js';
+import { addDays, todayUtc } from '../model/dates.js';
 import { executeRun, type LoadedHistory, type RunContext, type RunRange } from './run.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows, gridStart } from './windows.js';

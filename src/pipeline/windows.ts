@@ -1,10 +1,5 @@
-import { fromDayNumber, toDayNumber } from './dates.js';
-
-/** A report window: dates YYYY-MM-DD, both inclusive. */
-export interface Window {
-  readonly start: string;
-  readonly end: string;
-}
+import { fromDayNumber, toDayNumber } from '../model/dates.js';
+import { byStart, type LoadedWindow, overlaps, sameWindow, type Window } from '../model/window.js';
 
 // 1970-01-05 was a Monday: with 7-day windows the grid is ISO weeks, which is what people expect to read.
 const GRID_ORIGIN = toDayNumber('1970-01-05');
@@ -35,18 +30,6 @@ export function cutWindows(from: string, to: string, windowDays: number): Window
   return windows;
 }
 
-export function windowKey(window: Window): string {
-  return `${window.start}..${window.end}`;
-}
-
-export function overlaps(a: Window, b: Window): boolean {
-  return a.start <= b.end && b.start <= a.end;
-}
-
-export function sameWindow(a: Window, b: Window): boolean {
-  return a.start === b.start && a.end === b.end;
-}
-
 /** The dates of `outer` that none of `cover` contains, as maximal runs. */
 export function uncovered(outer: Window, cover: readonly Window[]): Window[] {
   const pieces: Window[] = [];
@@ -66,12 +49,6 @@ export function uncovered(outer: Window, cover: readonly Window[]): Window[] {
 
 /** A set of windows committed in one transaction. */
 export type WindowGroup = readonly Window[];
-
-/** A window whose rows are in the tables. */
-export interface LoadedWindow extends Window {
-  /** False for a window loaded open (before its last date was over): it is loaded again. Default true. */
-  readonly complete?: boolean;
-}
 
 export interface PlanOptions {
   /** Load every wanted window, loaded or not. */
@@ -114,7 +91,7 @@ export function planWindows(
       }
     }
   }
-  all.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  all.sort(byStart);
   // Union-find over "overlaps the same old window".
   const parent = all.map((_, i) => i);
   const find = (i: number): number => {

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { addDays } from '../../src/pipeline/dates.js';
+import { addDays } from '../../src/model/dates.js';
 import { cutWindows } from '../../src/pipeline/windows.js';
 import { mixSeed, Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Window } from '../../src/pipeline/windows.js';
+import type { Window } from '../../src/model/window.js';
 import type { RunningSimulator, SimulatorPost } from '../../src/simulator/server.js';
 import { comparePosts, type LoadedTables, readTables } from '../helpers/reference-check.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, parseConfig, sync } from '../../../src/index.js';
-import { addDays, todayUtc } from '../../../src/pipeline/dates.js';
+import { addDays, todayUtc } from '../../../src/model/dates.js';
 import { gridStart } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';

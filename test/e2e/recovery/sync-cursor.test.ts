@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/pipeline/dates.js';
+import { addDays, todayUtc } from '../../../src/model/dates.js';
 import { cutWindows } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';

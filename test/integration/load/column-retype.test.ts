@@ -5,18 +5,19 @@
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ExactNumber, type MappedPost } from '../../../src/extract/post-record.js';
 import { retypeColumn } from '../../../src/load/column-retype.js';
 import { withTransaction } from '../../../src/load/database.js';
-import { Loader, type WindowKey } from '../../../src/load/loader.js';
+import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { ExactNumber, type MappedPost } from '../../../src/model/post-record.js';
+import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const log = captureLogger();
 
-const WINDOWS: WindowKey[] = [
+const WINDOWS: Window[] = [
   { start: '2026-01-05', end: '2026-01-11' },
   { start: '2026-01-12', end: '2026-01-18' },
   { start: '2026-01-19', end: '2026-01-25' },

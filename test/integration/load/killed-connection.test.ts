@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
-import type { MappedPost } from '../../../src/extract/post-record.js';
 import { createPool } from '../../../src/load/database.js';
-import { Loader, type WindowKey } from '../../../src/load/loader.js';
+import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import type { MappedPost } from '../../../src/model/post-record.js';
+import type { Window } from '../../../src/model/window.js';
 import { Secret } from '../../../src/secret.js';
 import { createTestDatabase } from '../../helpers/database.js';
-import { captureLogger, idsOf, load, post, snapshot, target } from './load-fixtures.js';
+import { captureLogger, idsOf, load, post, snapshot, stagePage, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const log = captureLogger();
@@ -34,7 +35,7 @@ function page(ids: readonly number[], tag: string): MappedPost[] {
  * Holds the window's report_windows row locked, runs `action` (which blocks on it mid-transaction), then
  * terminates the loader's backend that waits for the lock, and returns the action's error.
  */
-async function killWhileBlocked(window: WindowKey, action: () => Promise<unknown>): Promise<unknown> {
+async function killWhileBlocked(window: Window, action: () => Promise<unknown>): Promise<unknown> {
   const blocker = await db.pool.connect();
   try {
     await blocker.query('BEGIN');
@@ -70,9 +71,9 @@ describe('a connection killed mid-window', () => {
     const before = await snapshot(db.pool);
     const pages = [page([10, 11], 'new'), page([12], 'new'), page([13, 14], 'new')];
     await loader.openWindow(w, 'new');
-    await loader.stagePage(w, { index: 0, nextPage: 'g1', posts: pages[0]! });
+    await stagePage(loader, w, { index: 0, nextPage: 'g1', posts: pages[0]! });
     const error = await killWhileBlocked(w, () =>
-      loader.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! }),
+      stagePage(loader, w, { index: 1, nextPage: 'g2', posts: pages[1]! }),
     );
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).code).toBe('DB_ERROR');
@@ -85,8 +86,8 @@ describe('a connection killed mid-window', () => {
       nextPage: 'g1',
       rowsStaged: 2,
     });
-    await loader.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! });
-    await loader.stagePage(w, { index: 2, nextPage: null, posts: pages[2]! });
+    await stagePage(loader, w, { index: 1, nextPage: 'g2', posts: pages[1]! });
+    await stagePage(loader, w, { index: 2, nextPage: null, posts: pages[2]! });
     expect((await loader.commitWindows([w])).rows).toBe(5);
     expect(await idsOf(db.pool, w)).toEqual(['10', '11', '12', '13', '14']);
     const resumed = await snapshot(db.pool);
@@ -100,8 +101,8 @@ describe('a connection killed mid-window', () => {
     const before = await snapshot(db.pool);
     const pages = [page([20, 21], 'swap'), page([22], 'swap')];
     await loader.openWindow(w, 'swap');
-    await loader.stagePage(w, { index: 0, nextPage: 'g1', posts: pages[0]! });
-    await loader.stagePage(w, { index: 1, nextPage: null, posts: pages[1]! });
+    await stagePage(loader, w, { index: 0, nextPage: 'g1', posts: pages[0]! });
+    await stagePage(loader, w, { index: 1, nextPage: null, posts: pages[1]! });
     const error = await killWhileBlocked(w, () => loader.commitWindows([w]));
     expect(error).toBeInstanceOf(StoreError);
     expect(await snapshot(db.pool)).toEqual(before);

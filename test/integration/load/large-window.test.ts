@@ -1,11 +1,11 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ExactNumber, type FieldValue, type MappedPost } from '../../../src/extract/post-record.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { ExactNumber, type FieldValue, type MappedPost } from '../../../src/model/post-record.js';
 import { createTestDatabase } from '../../helpers/database.js';
-import { captureLogger, post, target } from './load-fixtures.js';
+import { captureLogger, post, stagePage, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const { logger } = captureLogger();
@@ -55,7 +55,7 @@ describe('a window of 100,000 posts', () => {
     // Warm-up: columns exist and code is compiled before the baseline.
     const warm = { start: '2025-12-01', end: '2025-12-07' };
     await loader.openWindow(warm, 'warm');
-    await loader.stagePage(warm, { index: 0, nextPage: null, posts: [...pages().next().value!] });
+    await stagePage(loader, warm, { index: 0, nextPage: null, posts: [...pages().next().value!] });
     await loader.commitWindows([warm]);
 
     const w = { start: '2026-01-01', end: '2026-01-07' };
@@ -66,7 +66,7 @@ describe('a window of 100,000 posts', () => {
     await loader.openWindow(w, 'big');
     let index = 0;
     for (const posts of pages()) {
-      await loader.stagePage(w, { index, nextPage: index + 1 < PAGES ? `p${index + 1}` : null, posts });
+      await stagePage(loader, w, { index, nextPage: index + 1 < PAGES ? `p${index + 1}` : null, posts });
       index++;
       // The live heap (after a collection) every 10 pages: it must stay flat as the window grows.
       if (index % 10 === 0) {

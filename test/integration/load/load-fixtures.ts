@@ -1,8 +1,10 @@
 import type pg from 'pg';
-import type { CustomSegment, FieldValue, MappedPost } from '../../../src/extract/post-record.js';
-import type { Loader, WindowKey } from '../../../src/load/loader.js';
+import type { Loader } from '../../../src/load/loader.js';
 import type { Target } from '../../../src/load/migrate.js';
+import type { StagedPage } from '../../../src/load/staging.js';
 import { createLogger, type Logger } from '../../../src/logger.js';
+import type { CustomSegment, FieldValue, MappedPost } from '../../../src/model/post-record.js';
+import type { Window } from '../../../src/model/window.js';
 
 export const target: Target = { schema: 'post_reports', postIdField: 'platform_post_id' };
 
@@ -26,16 +28,26 @@ export function post(
   };
 }
 
+/** Stages one page: prepared, then written, as a run does. */
+export async function stagePage(
+  loader: Loader,
+  window: Window,
+  page: StagedPage,
+  signal?: AbortSignal,
+): Promise<void> {
+  await loader.writePage(await loader.preparePage(window, page, signal), signal);
+}
+
 /** Opens a window for a report and stages `pages` in order, then returns. */
 export async function stageAll(
   loader: Loader,
-  window: WindowKey,
+  window: Window,
   reportId: string,
   pages: ReadonlyArray<readonly MappedPost[]>,
 ): Promise<void> {
   const progress = await loader.openWindow(window, reportId);
   for (let i = progress.pagesStaged; i < pages.length; i++) {
-    await loader.stagePage(window, {
+    await stagePage(loader, window, {
       index: i,
       nextPage: i + 1 < pages.length ? `page-${i + 1}` : null,
       posts: pages[i]!,
@@ -46,7 +58,7 @@ export async function stageAll(
 /** Stages and commits one window. */
 export async function load(
   loader: Loader,
-  window: WindowKey,
+  window: Window,
   reportId: string,
   pages: ReadonlyArray<readonly MappedPost[]>,
 ): Promise<number> {
@@ -69,7 +81,7 @@ export async function snapshot(
 }
 
 /** Post ids of a window, in order, as text. */
-export async function idsOf(pool: pg.Pool, window: WindowKey, schema = target.schema): Promise<string[]> {
+export async function idsOf(pool: pg.Pool, window: Window, schema = target.schema): Promise<string[]> {
   const result = await pool.query<{ id: string }>(
     `SELECT platform_post_id::text AS id FROM ${schema}.posts WHERE _window_start = $1 AND _window_end = $2 ORDER BY platform_post_id`,
     [window.start, window.end],

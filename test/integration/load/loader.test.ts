@@ -1,10 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataError, StoreError } from '../../../src/errors.js';
-import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/extract/post-record.js';
-import { Loader, type WindowKey } from '../../../src/load/loader.js';
+import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/model/post-record.js';
+import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
-import { captureLogger, idsOf, load, post, snapshot, stageAll, target } from './load-fixtures.js';
+import { captureLogger, idsOf, load, post, snapshot, stageAll, stagePage, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const log = captureLogger();
@@ -25,7 +26,7 @@ function windowPosts(ids: readonly number[], tag: string): MappedPost[] {
   );
 }
 
-async function reportWindow(window: WindowKey): Promise<Record<string, unknown> | undefined> {
+async function reportWindow(window: Window): Promise<Record<string, unknown> | undefined> {
   const result = await db.pool.query(
     `SELECT status, report_id, pages_staged, row_count::int AS row_count, finished_at IS NOT NULL AS finished
        FROM post_reports.report_windows WHERE window_start = $1 AND window_end = $2`,
@@ -195,8 +196,8 @@ describe('window-atomic loads', () => {
     const w = { start: '2026-04-01', end: '2026-04-07' };
     const pages = [windowPosts([1, 2], 'p0'), windowPosts([3], 'p1'), windowPosts([4, 5], 'p2')];
     await loader.openWindow(w, 'rep-1');
-    await loader.stagePage(w, { index: 0, nextPage: 'g1', posts: pages[0]! });
-    await loader.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! });
+    await stagePage(loader, w, { index: 0, nextPage: 'g1', posts: pages[0]! });
+    await stagePage(loader, w, { index: 1, nextPage: 'g2', posts: pages[1]! });
     const restarted = new Loader(db.pool, target, log.logger);
     expect(await restarted.openWindow(w, 'rep-1')).toEqual({
       reportId: 'rep-1',
@@ -205,24 +206,23 @@ describe('window-atomic loads', () => {
       rowsStaged: 3,
     });
     // A page already staged (a retry after a lost acknowledgement) is not staged twice; a gap is refused.
-    await restarted.stagePage(w, { index: 1, nextPage: 'g2', posts: pages[1]! });
-    await expect(restarted.stagePage(w, { index: 3, nextPage: null, posts: [] })).rejects.toThrow(
+    await stagePage(restarted, w, { index: 1, nextPage: 'g2', posts: pages[1]! });
+    await expect(stagePage(restarted, w, { index: 3, nextPage: null, posts: [] })).rejects.toThrow(
       /page 4 arrived but 3 is next/,
     );
     await expect(restarted.commitWindows([w])).rejects.toThrow(/not completely staged/);
-    await restarted.stagePage(w, { index: 2, nextPage: null, posts: pages[2]! });
+    await stagePage(restarted, w, { index: 2, nextPage: null, posts: pages[2]! });
     expect((await restarted.commitWindows([w])).rows).toBe(5);
     expect(await idsOf(db.pool, w)).toEqual(['1', '2', '3', '4', '5']);
 
     await restarted.openWindow(w, 'rep-2');
-    await restarted.stagePage(w, { index: 0, nextPage: 'x', posts: windowPosts([9], 'other') });
+    await stagePage(restarted, w, { index: 0, nextPage: 'x', posts: windowPosts([9], 'other') });
     expect(await restarted.openWindow(w, 'rep-3')).toEqual({
       reportId: 'rep-3',
       pagesStaged: 0,
       nextPage: null,
       rowsStaged: 0,
     });
-    await restarted.discardWindow(w);
     expect(await idsOf(db.pool, w)).toEqual(['1', '2', '3', '4', '5']);
   });
 
@@ -231,13 +231,15 @@ describe('window-atomic loads', () => {
     await loader.openWindow(w, 'abort');
     const controller = new AbortController();
     controller.abort();
-    const error = await loader
-      .stagePage(w, { index: 0, nextPage: null, posts: windowPosts([1], 'x') }, controller.signal)
-      .catch((e: unknown) => e);
+    const error = await stagePage(
+      loader,
+      w,
+      { index: 0, nextPage: null, posts: windowPosts([1], 'x') },
+      controller.signal,
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).code).toBe('ABORTED');
     expect(await loader.openWindow(w, 'abort')).toMatchObject({ pagesStaged: 0 });
-    await loader.discardWindow(w);
   });
 
   it('keeps the last occurrence of a post id repeated within a report', async () => {
@@ -364,21 +366,23 @@ describe('values', () => {
     const w = { start: '2026-06-01', end: '2026-06-07' };
     const before = await snapshot(db.pool);
     await loader.openWindow(w, 'bad');
-    await loader.stagePage(w, {
+    await stagePage(loader, w, {
       index: 0,
       nextPage: 'n',
       posts: [post(1, { spend_usd: new ExactNumber('1.5') })],
     });
-    const error = await loader
-      .stagePage(w, { index: 1, nextPage: null, posts: [post(2, { spend_usd: 'n/a' })] })
-      .catch((e: unknown) => e);
+    const error = await stagePage(loader, w, {
+      index: 1,
+      nextPage: null,
+      posts: [post(2, { spend_usd: 'n/a' })],
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DataError);
     expect((error as DataError).code).toBe('FIELD_TYPE_MISMATCH');
     expect((error as DataError).message).toMatch(
       /field "spend_usd" holds a string value .* window 2026-06-01\.\.2026-06-07 page 2/,
     );
     await expect(
-      loader.stagePage(w, {
+      stagePage(loader, w, {
         index: 1,
         nextPage: null,
         posts: [post(2, { is_boosted: new JsonDocument('{}') })],
@@ -386,7 +390,6 @@ describe('values', () => {
     ).rejects.toThrow(/field "is_boosted" holds a json value/);
     expect(await snapshot(db.pool)).toEqual(before);
     expect(await loader.openWindow(w, 'bad')).toMatchObject({ pagesStaged: 1 });
-    await loader.discardWindow(w);
   });
 
   it('makes hostile field names harmless columns, recorded in the registry', async () => {

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
-import { readTarget, resetTarget, setCursor, writeTarget } from '../../../src/pipeline/state.js';
+import { readTarget, resetTarget, setCursor, writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post, target } from '../load/load-fixtures.js';
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
 import { describe, expect, it } from 'vitest';
 import { parseExactJson, stringifyExactJson } from '../../../src/api/exact-json.js';
-import { ExactNumber } from '../../../src/extract/post-record.js';
+import { ExactNumber } from '../../../src/model/post-record.js';
 
 /** Every number token of a value, as text, in document order (ExactNumber text, or the plain number's digits). */
 function numberTexts(value: unknown, out: string[] = []): string[] {

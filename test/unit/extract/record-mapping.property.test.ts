@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseExactJson } from '../../../src/api/exact-json.js';
 import { DataError } from '../../../src/errors.js';
-import { ExactNumber, JsonDocument } from '../../../src/extract/post-record.js';
 import { type MappingContext, mapRecords } from '../../../src/extract/record-mapping.js';
+import { ExactNumber, JsonDocument } from '../../../src/model/post-record.js';
 
 const ID = 'platform_post_id';
 const INT64_MAX = 2n ** 63n - 1n;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseExactJson } from '../../../src/api/exact-json.js';
 import { DataError } from '../../../src/errors.js';
-import { ExactNumber, JsonDocument } from '../../../src/extract/post-record.js';
 import { mapRecords } from '../../../src/extract/record-mapping.js';
+import { ExactNumber, JsonDocument } from '../../../src/model/post-record.js';
 
 const context = {
   postIdField: 'platform_post_id',

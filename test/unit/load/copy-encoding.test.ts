@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { encodePage, encodeValue, escapeCopyText } from '../../../src/load/copy-encoding.js';
 import {
   ExactNumber,
   type FieldValue,
   JsonDocument,
   type MappedPost,
-} from '../../../src/extract/post-record.js';
-import { encodePage, encodeValue, escapeCopyText } from '../../../src/load/copy-encoding.js';
+} from '../../../src/model/post-record.js';
 
 // The inverse of COPY text escaping, as PostgreSQL reads it (only the escapes the encoder writes).
 function readCopyText(field: string): string {

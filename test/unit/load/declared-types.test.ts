@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ExactNumber, type FieldValue, type MappedPost } from '../../../src/extract/post-record.js';
 import { declaredTypes, documentedFields } from '../../../src/load/declared-types.js';
 import { fitOf, isColumnDate } from '../../../src/load/field-types.js';
 import { planPage, type Registry } from '../../../src/load/schema-evolution.js';
+import { ExactNumber, type FieldValue, type MappedPost } from '../../../src/model/post-record.js';
 
 const EMPTY: Registry = { byField: new Map(), taken: new Set() };
 const place = { window: '2026-03-02..2026-03-08', page: 1 };

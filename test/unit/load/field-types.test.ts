@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ExactNumber, JsonDocument } from '../../../src/extract/post-record.js';
 import { columnTypeFor, fitOf, kindOf } from '../../../src/load/field-types.js';
+import { ExactNumber, JsonDocument } from '../../../src/model/post-record.js';
 
 describe('field types', () => {
   it('classifies values by what they need', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RunConfig } from '../../../src/config.js';
-import { addDays, fromDayNumber, toDayNumber } from '../../../src/pipeline/dates.js';
+import { addDays, fromDayNumber, toDayNumber } from '../../../src/model/dates.js';
 import { syncRange } from '../../../src/pipeline/sync.js';
 
 function run(startDate?: string, lookbackDays = 3): RunConfig {

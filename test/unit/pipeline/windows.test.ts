@@ -1,15 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addDays, fromDayNumber, toDayNumber } from '../../../src/pipeline/dates.js';
-import {
-  cutWindows,
-  gridStart,
-  overlaps,
-  planWindows,
-  sameWindow,
-  uncovered,
-  type Window,
-} from '../../../src/pipeline/windows.js';
+import { addDays, fromDayNumber, toDayNumber } from '../../../src/model/dates.js';
+import { overlaps, sameWindow, type Window } from '../../../src/model/window.js';
+import { cutWindows, gridStart, planWindows, uncovered } from '../../../src/pipeline/windows.js';
 
 const dateArb = fc
   .integer({ min: toDayNumber('2015-01-01'), max: toDayNumber('2035-12-31') })

@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Filters } from '../extract/filters.js';
-import type { LoadedWindow, Window } from './windows.js';
+import type { LoadedWindow, Window } from '../model/window.js';
+import { qualified } from './table-names.js';
 
 /**
  * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), and per window its reports,
@@ -12,7 +13,14 @@ import type { LoadedWindow, Window } from './windows.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
-export interface TargetState {
+/**
+ * How the latest attempt on a window went: under way ('extracting', 'staging'), stopped by a signal or a rejected
+ * token with its report kept ('pending'), over ('loaded', 'failed'), or replaced by windows of another size
+ * ('superseded', left by earlier versions).
+ */
+export type AttemptStatus = 'pending' | 'extracting' | 'staging' | 'loaded' | 'failed' | 'superseded';
+
+export interface SyncState {
   readonly postIdField: string;
   readonly filters: Filters;
   readonly cursorDate: string | null;
@@ -25,7 +33,7 @@ export interface WindowState extends Window {
   readonly attemptReportId: string | null;
   /** The last date the loaded rows were final for: the window's end unless it was loaded open. */
   readonly loadedThrough: string | null;
-  readonly status: string;
+  readonly status: AttemptStatus;
   readonly pagesStaged: number;
   readonly rowCount: number | null;
   readonly attempts: number;
@@ -33,11 +41,9 @@ export interface WindowState extends Window {
   readonly updatedAt: Date;
 }
 
-const t = (schema: string, table: string) => `${pg.escapeIdentifier(schema)}.${table}`;
-
-export async function readTarget(db: Queryable, schema: string): Promise<TargetState | null> {
+export async function readTarget(db: Queryable, schema: string): Promise<SyncState | null> {
   const { rows } = await db.query<{ post_id_field: string; filters: Filters; cursor_date: string | null }>(
-    `SELECT post_id_field, filters, to_char(cursor_date, 'YYYY-MM-DD') AS cursor_date FROM ${t(schema, 'sync_state')}`,
+    `SELECT post_id_field, filters, to_char(cursor_date, 'YYYY-MM-DD') AS cursor_date FROM ${qualified(schema, 'sync_state')}`,
   );
   const row = rows[0];
   return row ? { postIdField: row.post_id_field, filters: row.filters, cursorDate: row.cursor_date } : null;
@@ -50,7 +56,7 @@ export async function writeTarget(
   filters: Filters,
 ): Promise<void> {
   await db.query(
-    `INSERT INTO ${t(schema, 'sync_state')} (post_id_field, filters) VALUES ($1, $2)
+    `INSERT INTO ${qualified(schema, 'sync_state')} (post_id_field, filters) VALUES ($1, $2)
      ON CONFLICT (singleton) DO UPDATE SET post_id_field = $1, filters = $2, cursor_date = NULL, updated_at = now()`,
     [postIdField, JSON.stringify(filters)],
   );
@@ -77,19 +83,19 @@ export async function resetTarget(
 ): Promise<ResetCounts> {
   const counts = await db.query<{ windows: number; posts: string }>(
     `SELECT count(*)::int AS windows, COALESCE(sum(row_count), 0)::text AS posts
-       FROM ${t(schema, 'report_windows')} WHERE row_count IS NOT NULL`,
+       FROM ${qualified(schema, 'report_windows')} WHERE row_count IS NOT NULL`,
   );
   const tables = await db.query<{ name: string }>(
     `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
       WHERE i.inhparent IN (to_regclass($1), to_regclass($2))
-     UNION SELECT stage_posts FROM ${t(schema, 'stage_progress')}
-     UNION SELECT stage_segments FROM ${t(schema, 'stage_progress')}`,
-    [t(schema, 'posts'), t(schema, 'post_custom_segments')],
+     UNION SELECT stage_posts FROM ${qualified(schema, 'stage_progress')}
+     UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')}`,
+    [qualified(schema, 'posts'), qualified(schema, 'post_custom_segments')],
   );
   for (const { name } of tables.rows) {
-    await db.query(`DROP TABLE IF EXISTS ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`);
+    await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
   }
-  await db.query(`TRUNCATE ${t(schema, 'report_windows')}, ${t(schema, 'stage_progress')}`);
+  await db.query(`TRUNCATE ${qualified(schema, 'report_windows')}, ${qualified(schema, 'stage_progress')}`);
   await writeTarget(db, schema, postIdField, filters);
   const row = counts.rows[0];
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
@@ -98,7 +104,7 @@ export async function resetTarget(
 /** The first date of the loaded history (null when nothing is loaded). Reads only columns of every version. */
 export async function firstLoadedDate(db: Queryable, schema: string): Promise<string | null> {
   const { rows } = await db.query<{ first: string | null }>(
-    `SELECT to_char(min(window_start), 'YYYY-MM-DD') AS first FROM ${t(schema, 'report_windows')}
+    `SELECT to_char(min(window_start), 'YYYY-MM-DD') AS first FROM ${qualified(schema, 'report_windows')}
       WHERE row_count IS NOT NULL`,
   );
   return rows[0]?.first ?? null;
@@ -106,7 +112,9 @@ export async function firstLoadedDate(db: Queryable, schema: string): Promise<st
 
 /** Sets the sync cursor, backwards too: a failed reload holds it before the window, for the next sync to retry. */
 export async function setCursor(db: Queryable, schema: string, date: string): Promise<void> {
-  await db.query(`UPDATE ${t(schema, 'sync_state')} SET cursor_date = $1::date, updated_at = now()`, [date]);
+  await db.query(`UPDATE ${qualified(schema, 'sync_state')} SET cursor_date = $1::date, updated_at = now()`, [
+    date,
+  ]);
 }
 
 const WINDOW_COLUMNS = `to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
@@ -119,7 +127,7 @@ interface WindowRow {
   report_id: string | null;
   attempt_report_id: string | null;
   loaded_through: string | null;
-  status: string;
+  status: AttemptStatus;
   pages_staged: number;
   row_count: number | null;
   attempts: number;
@@ -145,7 +153,7 @@ function toWindowState(row: WindowRow): WindowState {
 
 export async function listWindows(db: Queryable, schema: string): Promise<WindowState[]> {
   const { rows } = await db.query<WindowRow>(
-    `SELECT ${WINDOW_COLUMNS} FROM ${t(schema, 'report_windows')} ORDER BY window_start, window_end`,
+    `SELECT ${WINDOW_COLUMNS} FROM ${qualified(schema, 'report_windows')} ORDER BY window_start, window_end`,
   );
   return rows.map(toWindowState);
 }
@@ -155,14 +163,14 @@ export async function loadedWindows(db: Queryable, schema: string): Promise<Load
   const { rows } = await db.query<LoadedWindow>(
     `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
             COALESCE(loaded_through >= window_end, false) AS complete
-       FROM ${t(schema, 'report_windows')} WHERE row_count IS NOT NULL ORDER BY window_start`,
+       FROM ${qualified(schema, 'report_windows')} WHERE row_count IS NOT NULL ORDER BY window_start`,
   );
   return rows;
 }
 
 export async function readWindow(db: Queryable, schema: string, window: Window): Promise<WindowState | null> {
   const { rows } = await db.query<WindowRow>(
-    `SELECT ${WINDOW_COLUMNS} FROM ${t(schema, 'report_windows')} WHERE window_start = $1 AND window_end = $2`,
+    `SELECT ${WINDOW_COLUMNS} FROM ${qualified(schema, 'report_windows')} WHERE window_start = $1 AND window_end = $2`,
     [window.start, window.end],
   );
   return rows[0] ? toWindowState(rows[0]) : null;
@@ -176,7 +184,7 @@ export async function startAttempt(
   filters: Filters,
 ): Promise<void> {
   await db.query(
-    `INSERT INTO ${t(schema, 'report_windows')} (window_start, window_end, filters, status, attempts, started_at)
+    `INSERT INTO ${qualified(schema, 'report_windows')} (window_start, window_end, filters, status, attempts, started_at)
      VALUES ($1, $2, $3, 'extracting', 1, now())
      ON CONFLICT (window_start, window_end) DO UPDATE
        SET status = 'extracting', attempts = report_windows.attempts + 1, last_error = NULL,
@@ -196,7 +204,7 @@ export async function recordReport(
   reportId: string | null,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${t(schema, 'report_windows')}
+    `UPDATE ${qualified(schema, 'report_windows')}
         SET attempt_report_id = $3, report_created_at = CASE WHEN $3::text IS NULL THEN NULL ELSE now() END,
             updated_at = now()
       WHERE window_start = $1 AND window_end = $2`,
@@ -217,10 +225,93 @@ export async function endAttempt(
   message: string,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${t(schema, 'report_windows')}
+    `UPDATE ${qualified(schema, 'report_windows')}
         SET status = $3, last_error = $4,
             attempt_report_id = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_id END, updated_at = now()
       WHERE window_start = $1 AND window_end = $2`,
     [window.start, window.end, outcome, message],
+  );
+}
+
+/**
+ * Records the report of a window's stage as its attempt's, creating the window's row (status 'staging') when it
+ * has none; the loaded report stays until the commit replaces it. `filters` null: the target's, from sync_state.
+ */
+export async function recordStageReport(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  reportId: string,
+  filters: unknown,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO ${qualified(schema, 'report_windows')}
+       (window_start, window_end, filters, attempt_report_id, status, started_at)
+     VALUES ($1, $2, COALESCE($4::jsonb, (SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
+             $3, 'staging', now())
+     ON CONFLICT (window_start, window_end) DO UPDATE
+       SET attempt_report_id = EXCLUDED.attempt_report_id, updated_at = now()`,
+    [window.start, window.end, reportId, filters === null ? null : JSON.stringify(filters)],
+  );
+}
+
+/** Records how many pages of a window are staged. */
+export async function recordPagesStaged(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  pages: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE ${qualified(schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
+      WHERE window_start = $1 AND window_end = $2`,
+    [window.start, window.end, pages],
+  );
+}
+
+/** What a commit loaded into a window. */
+export interface LoadedReport {
+  readonly reportId: string;
+  readonly pages: number;
+  readonly rows: number;
+  /** The run's today (null: the current UTC date). */
+  readonly today: string | null;
+}
+
+/**
+ * Ends the attempt as loaded. The rows are final up to the window's end, or up to the day before today for a
+ * window that reaches today (an open window).
+ */
+export async function markLoaded(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  loaded: LoadedReport,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO ${qualified(schema, 'report_windows')}
+       (window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through, finished_at)
+     VALUES ($1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
+             $3, 'loaded', $4, $5, LEAST($2::date, COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1), now())
+     ON CONFLICT (window_start, window_end) DO UPDATE
+       SET status = 'loaded', report_id = EXCLUDED.report_id, attempt_report_id = NULL,
+           pages_staged = EXCLUDED.pages_staged, row_count = EXCLUDED.row_count,
+           loaded_through = EXCLUDED.loaded_through, finished_at = now(), updated_at = now()`,
+    [window.start, window.end, loaded.reportId, loaded.pages, loaded.rows, loaded.today],
+  );
+}
+
+/** Forgets windows replaced by windows of another size. */
+export async function forgetWindows(
+  db: Queryable,
+  schema: string,
+  windows: readonly Window[],
+): Promise<void> {
+  if (windows.length === 0) return;
+  await db.query(
+    `DELETE FROM ${qualified(schema, 'report_windows')} w
+      USING unnest($1::date[], $2::date[]) AS o(s, e)
+      WHERE w.window_start = o.s AND w.window_end = o.e`,
+    [windows.map((w) => w.start), windows.map((w) => w.end)],
   );
 }

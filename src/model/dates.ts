@@ -18,3 +18,17 @@ export function addDays(date: string, days: number): string {
 export function todayUtc(now: Date = new Date()): string {
   return now.toISOString().slice(0, 10);
 }
+
+/** The day before a YYYY-MM-DD date. */
+export function dayBefore(date: string): string {
+  return addDays(date, -1);
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** True for a real calendar date written YYYY-MM-DD (2026-02-30 is not). */
+export function isIsoDate(text: string): boolean {
+  if (!DATE.test(text)) return false;
+  const d = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === text;
+}

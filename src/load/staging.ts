@@ -1,0 +1,297 @@
+/*
+ * Staging a window: each page is COPYed into the window's two stage tables, with its resume progress in
+ * stage_progress written in the same transaction, so that stage and progress always agree.
+ */
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { StoreError } from '../errors.js';
+import type { MappedPost } from '../model/post-record.js';
+import { type Window, windowLabel } from '../model/window.js';
+import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './copy-encoding.js';
+import { asStoreError, withTransaction } from './database.js';
+import type { LoadContext } from './load-context.js';
+import { lockForTransaction, windowLockKey } from './locks.js';
+import * as queries from './queries.js';
+import { evolvePosts, planPage, type Registry, readRegistry } from './schema-evolution.js';
+import {
+  alignColumns,
+  checkWindow,
+  columnsOf,
+  lockProgress,
+  type ProgressRow,
+  type StageProgress,
+  stageNames,
+  toProgress,
+} from './stage-progress.js';
+import { qualified } from './table-names.js';
+import { recordPagesStaged, recordStageReport } from './window-state.js';
+
+/** One page of a report, as the extractor read it. */
+export interface StagedPage {
+  /** 0 for the first page, then 1, 2, … */
+  index: number;
+  /** The page's next_page token (null on the last page). */
+  nextPage: string | null;
+  posts: readonly MappedPost[];
+}
+
+/** A page encoded for the stage by preparePage, to be written by writePage. */
+export interface PreparedPage {
+  readonly window: Window;
+  readonly index: number;
+  readonly nextPage: string | null;
+  readonly rows: number;
+  readonly columns: readonly PageColumn[];
+  /** The stage's SQL type of each column, in the order of `columns`. */
+  readonly stageTypes: readonly string[];
+  /** COPY text of the posts and of their segments ('' when none). */
+  readonly posts: string;
+  readonly segments: string;
+  readonly nulReplaced: number;
+}
+
+export interface OpenWindowOptions {
+  /** Filters recorded on a new report_windows row (default: the target's filters in sync_state). */
+  filters?: unknown;
+}
+
+/** See Loader.openWindow. */
+export async function openWindow(
+  context: LoadContext,
+  window: Window,
+  reportId: string,
+  signal?: AbortSignal,
+  options: OpenWindowOptions = {},
+): Promise<StageProgress> {
+  checkWindow(window);
+  const { schema } = context.target;
+  try {
+    signal?.throwIfAborted();
+    return await withTransaction(context.pool, signal, async (client) => {
+      await lockForTransaction(client, windowLockKey(schema, window));
+      await recordStageReport(client, schema, window, reportId, options.filters ?? null);
+      const row = await lockProgress(client, schema, window);
+      if (row && row.report_id === reportId && (await stageExists(client, schema, row))) {
+        await recordPagesStaged(client, schema, window, row.pages_staged);
+        const progress = toProgress(row);
+        context.logger.info({ window: windowLabel(window), ...progress }, 'resuming staged window');
+        return progress;
+      }
+      if (row) {
+        context.logger.info(
+          { window: windowLabel(window), oldReportId: row.report_id, reportId },
+          'discarding the stage of another report',
+        );
+      }
+      await createStage(client, context, window, reportId);
+      await recordPagesStaged(client, schema, window, 0);
+      return { reportId, pagesStaged: 0, nextPage: null, rowsStaged: 0 };
+    });
+  } catch (error) {
+    throw asStoreError(`opening window ${windowLabel(window)}`, error);
+  }
+}
+
+async function createStage(
+  client: pg.PoolClient,
+  context: LoadContext,
+  window: Window,
+  reportId: string,
+): Promise<void> {
+  const { schema, postIdField } = context.target;
+  const names = stageNames(window);
+  await client.query(queries.dropTable(schema, names.posts));
+  await client.query(queries.dropTable(schema, names.segments));
+  const of = { postId: postIdField, start: window.start, end: window.end, reportId };
+  await client.query(queries.createStagePosts(schema, names.posts, of));
+  await client.query(queries.createStageSegments(schema, names.segments, of));
+  await client.query(queries.resetProgress(schema), [
+    window.start,
+    window.end,
+    reportId,
+    names.posts,
+    names.segments,
+  ]);
+}
+
+/** See Loader.preparePage. */
+export async function preparePage(
+  context: LoadContext,
+  window: Window,
+  page: StagedPage,
+  signal?: AbortSignal,
+): Promise<PreparedPage> {
+  checkWindow(window);
+  if (page.posts.length >= MAX_PAGE_ROWS) {
+    throw new StoreError(
+      'DB_ERROR',
+      `page ${page.index + 1} of window ${windowLabel(window)} has ${page.posts.length} posts, more than a page can hold`,
+    );
+  }
+  try {
+    signal?.throwIfAborted();
+    const { fields, registry } = await evolveFor(context, window, page, signal);
+    const columns = pageColumns(fields, registry);
+    const stats: EncodeStats = { nulReplaced: 0 };
+    const text = encodePage(page.posts, page.index, columns, stats);
+    return {
+      window: { start: window.start, end: window.end },
+      index: page.index,
+      nextPage: page.nextPage,
+      rows: page.posts.length,
+      columns,
+      stageTypes: stageTypes(columns, registry),
+      posts: text.posts,
+      segments: text.segmentRows > 0 ? text.segments : '',
+      nulReplaced: stats.nulReplaced,
+    };
+  } catch (error) {
+    throw asStoreError(`staging window ${windowLabel(window)} page ${page.index + 1}`, error);
+  }
+}
+
+// Schema evolution of posts until the page's fields all have their columns.
+async function evolveFor(
+  context: LoadContext,
+  window: Window,
+  page: StagedPage,
+  signal?: AbortSignal,
+): Promise<{ fields: ReadonlyMap<string, unknown>; registry: Registry }> {
+  const { pool, target, logger, declared } = context;
+  // Messages count pages from 1, as the API's reader and the run's log do.
+  const place = { window: windowLabel(window), page: page.index + 1 };
+  let registry = await readRegistry(pool, target);
+  let plan = planPage(page.posts, registry, place, declared);
+  for (let round = 0; plan.changes.length > 0; round++) {
+    if (round >= 5) {
+      throw new StoreError(
+        'DB_ERROR',
+        `columns for window ${windowLabel(window)} page ${page.index + 1} keep changing`,
+      );
+    }
+    signal?.throwIfAborted();
+    registry = await evolvePosts(pool, target, logger, plan.changes, signal);
+    plan = planPage(page.posts, registry, place, declared);
+  }
+  return { fields: plan.fields, registry };
+}
+
+/** See Loader.writePage. */
+export async function writePage(
+  context: LoadContext,
+  prepared: PreparedPage,
+  signal?: AbortSignal,
+): Promise<void> {
+  const { window, index } = prepared;
+  const place = { window: windowLabel(window), page: index + 1 };
+  try {
+    signal?.throwIfAborted();
+    const staged = await withTransaction(context.pool, signal, async (client) => {
+      await client.query(queries.stageAsynchronousCommit);
+      const row = await lockProgress(client, context.target.schema, window);
+      if (!nextInLine(row, prepared)) return false;
+      await copyPage(client, context, row, prepared, signal);
+      return true;
+    });
+    if (!staged) {
+      context.logger.debug({ ...place }, 'page already staged: skipped');
+      return;
+    }
+    if (prepared.nulReplaced > 0) {
+      context.logger.warn({ ...place, count: prepared.nulReplaced }, 'NUL characters replaced by U+FFFD');
+    }
+    context.logger.debug({ ...place, posts: prepared.rows }, 'page staged');
+  } catch (error) {
+    throw asStoreError(`staging window ${windowLabel(window)} page ${index + 1}`, error);
+  }
+}
+
+// False for a page already staged (a retry after a lost acknowledgement); a gap is an error.
+function nextInLine(row: ProgressRow | undefined, prepared: PreparedPage): row is ProgressRow {
+  const { window, index } = prepared;
+  const label = windowLabel(window);
+  if (!row) throw new StoreError('DB_ERROR', `window ${label} is not open: call openWindow first`);
+  if (index < row.pages_staged) return false;
+  if (index > row.pages_staged) {
+    throw new StoreError(
+      'DB_ERROR',
+      `window ${label}: page ${index + 1} arrived but ${row.pages_staged + 1} is next`,
+    );
+  }
+  if (row.pages_staged > 0 && row.next_page === null) {
+    throw new StoreError('DB_ERROR', `window ${label}: page ${index + 1} arrived after the last page`);
+  }
+  return true;
+}
+
+async function copyPage(
+  client: pg.PoolClient,
+  context: LoadContext,
+  row: ProgressRow,
+  prepared: PreparedPage,
+  signal?: AbortSignal,
+): Promise<void> {
+  const { schema, postIdField } = context.target;
+  const { window, index, columns } = prepared;
+  // The stage's columns follow posts: added when a page first needs them, retyped when posts widened.
+  const have = await columnsOf(client, schema, row.stage_posts);
+  const want = columns.map((column, i) => [column.column, prepared.stageTypes[i]!] as const);
+  await alignColumns(client, schema, row.stage_posts, have, want);
+  const names = columns.map((c) => c.column);
+  await copyIn(
+    client,
+    queries.copyStagePosts(schema, row.stage_posts, postIdField, names),
+    prepared.posts,
+    signal,
+  );
+  await copyIn(
+    client,
+    queries.copyStageSegments(schema, row.stage_segments, postIdField),
+    prepared.segments,
+    signal,
+  );
+  await client.query(queries.advanceProgress(schema), [
+    window.start,
+    window.end,
+    index + 1,
+    prepared.nextPage,
+    prepared.rows,
+  ]);
+  await recordPagesStaged(client, schema, window, index + 1);
+}
+
+async function stageExists(client: pg.PoolClient, schema: string, row: ProgressRow): Promise<boolean> {
+  const result = await client.query<{ posts: string | null; segments: string | null }>(
+    queries.stageTablesExist,
+    [qualified(schema, row.stage_posts), qualified(schema, row.stage_segments)],
+  );
+  const found = result.rows[0];
+  return found?.posts != null && found.segments != null;
+}
+
+// The SQL type each page column has in the stage: the posts column's type; a hand-set type is staged as text.
+function stageTypes(columns: readonly PageColumn[], registry: Registry): string[] {
+  return columns.map((column) => {
+    const info = registry.byField.get(column.field)!;
+    return info.type === 'other' ? 'text' : queries.sqlType(info.type, info.sqlType);
+  });
+}
+
+function pageColumns(fields: ReadonlyMap<string, unknown>, registry: Registry): PageColumn[] {
+  const columns: PageColumn[] = [];
+  for (const field of fields.keys()) {
+    const info = registry.byField.get(field);
+    if (!info?.exists)
+      throw new StoreError('DB_ERROR', `field ${JSON.stringify(field)} has no column after schema evolution`);
+    columns.push({ field, column: info.column, type: info.type });
+  }
+  return columns;
+}
+
+async function copyIn(client: pg.PoolClient, sql: string, text: string, signal?: AbortSignal): Promise<void> {
+  if (text.length === 0) return;
+  const stream = client.query(copyFrom(sql));
+  await pipeline(Readable.from([Buffer.from(text, 'utf8')]), stream, signal ? { signal } : {});
+}
