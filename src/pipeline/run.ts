@@ -16,6 +16,7 @@ import { Loader } from '../load/loader.js';
 import { acquireRunLock } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { applyFieldSelection, readStoredFields } from '../load/stored-fields.js';
 import {
   endAttempt,
   firstLoadedDate,
@@ -38,7 +39,7 @@ import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
 import { RunStop } from './run-stop.js';
 import type { ProgressEvent, RunStatus, RunSummary, WindowFailure } from './run-summary.js';
-import { applyFieldSelection, checkFieldSelection, readStoredFields } from './target-fields.js';
+import { checkFieldSelection } from './target-fields.js';
 import { Watchdog } from './watchdog.js';
 import { planWindows, type WindowGroup } from './windows.js';
 

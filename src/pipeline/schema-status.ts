@@ -3,8 +3,8 @@ import type { FieldSelection } from '../extract/field-selection.js';
 import type { Filters } from '../extract/filters.js';
 import { type RunLockHolder, runLockHolder } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { readSelection } from '../load/stored-fields.js';
 import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
-import { readSelection } from './target-fields.js';
 
 /**
  * How a window stands, as an operator needs it: `in progress` only while a live run holds the schema's lock;
