@@ -2,8 +2,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { ConfigError } from './errors.js';
-import { ALL_FIELDS, type FieldSelection } from './extract/field-selection.js';
-import type { Filters, SegmentFilter } from './extract/filters.js';
+import { isIsoDate } from './model/dates.js';
+import { ALL_FIELDS, type FieldSelection } from './model/field-selection.js';
+import {
+  FILTER_KINDS,
+  FILTER_NAMES,
+  type FilterKind,
+  type Filters,
+  type SegmentFilter,
+} from './model/filters.js';
 import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
 import { Secret } from './secret.js';
 import { readSecretFile } from './secret-file.js';
@@ -70,6 +77,13 @@ export interface SettingSpec {
   readonly default?: string;
   readonly description: string;
 }
+
+// The filter kinds' settings, from their table.
+const FILTER_SETTINGS = Object.fromEntries(
+  FILTER_NAMES.map((kind) => [kind, FILTER_KINDS[kind].setting]),
+) as {
+  readonly [K in FilterKind]: (typeof FILTER_KINDS)[K]['setting'];
+};
 
 /** Every setting, its environment variable, flag and default. The README's configuration table mirrors this. */
 export const SETTINGS = {
@@ -210,23 +224,7 @@ export const SETTINGS = {
     default: '10',
     description: 'CLI heap growth step: memory flat near 150 MB; 0 lets V8 grow it (faster, more RSS)',
   },
-  brands: { env: 'POST_REPORTS_BRANDS', flag: '--brands', description: 'Brands filter, comma-separated' },
-  markets: { env: 'POST_REPORTS_MARKETS', flag: '--markets', description: 'Markets filter, comma-separated' },
-  channels: {
-    env: 'POST_REPORTS_CHANNELS',
-    flag: '--channels',
-    description: 'Channels filter, comma-separated',
-  },
-  adFormats: {
-    env: 'POST_REPORTS_AD_FORMATS',
-    flag: '--ad-formats',
-    description: 'Ad formats filter, comma-separated',
-  },
-  contentTypes: {
-    env: 'POST_REPORTS_CONTENT_TYPES',
-    flag: '--content-types',
-    description: 'Content types filter, comma-separated',
-  },
+  ...FILTER_SETTINGS,
   segments: {
     env: 'POST_REPORTS_SEGMENTS',
     flag: '--segment',
@@ -314,16 +312,6 @@ function boolean(name: SettingName, env: RawSettings, flags: Flags, problems: Pr
   if (['0', 'false', 'no', 'off'].includes(text)) return false;
   problems.add(`${where(name)} must be true or false, got ${JSON.stringify(text)}`);
   return false;
-}
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-/** True for a real calendar date written YYYY-MM-DD (2026-02-30 is not). */
-export function isIsoDate(text: string): boolean {
-  const m = DATE.exec(text);
-  if (!m) return false;
-  const d = new Date(`${text}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === text;
 }
 
 /** Parses a date setting or flag; names it in the error. */
@@ -536,10 +524,10 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
   if (startText !== undefined && !isIsoDate(startText)) {
     problems.add(`${where('startDate')} must be a date YYYY-MM-DD, got ${JSON.stringify(startText)}`);
   }
-  const filters: Record<string, unknown> = {};
-  for (const key of ['brands', 'markets', 'channels', 'adFormats', 'contentTypes'] as const) {
-    const values = list(raw(key, env, flags));
-    if (values) filters[key] = values;
+  const filters: { -readonly [K in keyof Filters]: Filters[K] } = {};
+  for (const kind of FILTER_NAMES) {
+    const values = list(raw(kind, env, flags));
+    if (values) filters[kind] = values;
   }
   const customSegments = segments(raw('segments', env, flags), problems);
   if (customSegments) filters.customSegments = customSegments;
@@ -552,7 +540,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     windowAttempts: integer('windowAttempts', env, flags, problems, 1, 100),
     stallTimeoutMs: integer('stallTimeoutMs', env, flags, problems, 1000, 7 * 86_400_000),
     heapGrowthPercent: integer('heapGrowthPercent', env, flags, problems, 0, 1000),
-    filters: filters as Filters,
+    filters,
     fields,
   };
 }

@@ -12,12 +12,12 @@
  */
 export { type Config, type Flags, parseConfig, readEnvironment, SETTINGS } from './config.js';
 export { ApiError, ConfigError, DataError, type ErrorCode, EtlError, StoreError } from './errors.js';
-export type { FieldSelection } from './extract/field-selection.js';
-export type { Filters, SegmentFilter } from './extract/filters.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
+export type { FieldSelection } from './model/field-selection.js';
+export type { Filters, SegmentFilter } from './model/filters.js';
 export type { Window } from './model/window.js';
 export { type BackfillOptions, backfill } from './pipeline/backfill.js';
-export type { RunContext } from './pipeline/run.js';
+export type { RunContext } from './pipeline/run-context.js';
 export {
   EXIT,
   type ProgressEvent,

@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import { type Flags, SETTINGS, type SettingName, type SettingSpec } from '../config.js';
+import { FILTER_NAMES } from '../model/filters.js';
 
 /** Adds the flags of these settings to a command, with the environment variable and default in the help. */
 export function addSettingFlags(command: Command, names: readonly SettingName[]): Command {
@@ -25,9 +26,7 @@ export function collectFlags(options: Record<string, unknown>, names: readonly S
     if (!spec.flag) continue;
     const value = options[new Option(spec.flag).attributeName()];
     if (value === undefined) continue;
-    if (Array.isArray(value)) flags[name] = value.join(';');
-    else if (typeof value === 'boolean') flags[name] = String(value);
-    else flags[name] = String(value);
+    flags[name] = Array.isArray(value) ? value.join(';') : String(value);
   }
   return flags;
 }
@@ -38,11 +37,7 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'windowDays',
   'concurrency',
   'windowAttempts',
-  'brands',
-  'markets',
-  'channels',
-  'adFormats',
-  'contentTypes',
+  ...FILTER_NAMES,
   'segments',
   'fields',
   'excludeFields',

@@ -1,6 +1,7 @@
 import type { ApiClient } from '../api/client.js';
 import { ConfigError, DataError } from '../errors.js';
-import type { Filters } from './filters.js';
+import { FILTER_KINDS, FILTER_NAMES, type FilterKind, type Filters } from '../model/filters.js';
+import { isRecord, kind } from './json-shape.js';
 
 /** A custom segment dimension of the organization and its valid values. */
 export interface SegmentDimension {
@@ -8,15 +9,16 @@ export interface SegmentDimension {
   values: string[];
 }
 
-/** The valid filter values of the organization. ad_formats and content_types only when the service lists them. */
-export interface Dimensions {
-  brands: string[];
-  markets: string[];
-  channels: string[];
+type ListedKind = {
+  [K in FilterKind]: (typeof FILTER_KINDS)[K]['listedInDimensions'] extends true ? K : never;
+}[FilterKind];
+
+/** The valid filter values of the organization; the kinds not always listed only when the service lists them. */
+export type Dimensions = { [K in ListedKind]: string[] } & {
+  [K in Exclude<FilterKind, ListedKind>]?: string[];
+} & {
   customSegments: SegmentDimension[];
-  adFormats?: string[];
-  contentTypes?: string[];
-}
+};
 
 const DIMENSIONS_PATH = 'reports/posts/dimensions';
 
@@ -29,18 +31,13 @@ export async function fetchDimensions(client: ApiClient, signal?: AbortSignal): 
 /** The dimensions response in the connector's shape; DataError('PAGE_MALFORMED') naming what is wrong. */
 export function parseDimensions(body: unknown): Dimensions {
   if (!isRecord(body)) throw malformed(`the response is ${kind(body)}, not an object`);
-  const dimensions: Dimensions = {
-    brands: stringList(body.brands, 'brands'),
-    markets: stringList(body.markets, 'markets'),
-    channels: stringList(body.channels, 'channels'),
-    customSegments: segmentDimensions(body.custom_segments),
-  };
-  if (body.ad_formats !== undefined && body.ad_formats !== null) {
-    dimensions.adFormats = stringList(body.ad_formats, 'ad_formats');
+  const lists: { [K in FilterKind]?: string[] } = {};
+  for (const name of FILTER_NAMES) {
+    const { api, listedInDimensions } = FILTER_KINDS[name];
+    const value = body[api];
+    if (listedInDimensions || (value !== undefined && value !== null)) lists[name] = stringList(value, api);
   }
-  if (body.content_types !== undefined && body.content_types !== null) {
-    dimensions.contentTypes = stringList(body.content_types, 'content_types');
-  }
+  const dimensions = { ...lists, customSegments: segmentDimensions(body.custom_segments) } as Dimensions;
   return dimensions;
 }
 
@@ -67,17 +64,6 @@ function malformed(why: string): DataError {
   return new DataError('PAGE_MALFORMED', `GET /${DIMENSIONS_PATH}: ${why}`);
 }
 
-function kind(value: unknown): string {
-  if (value === undefined) return 'missing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * Checks the filters against the organization's dimensions before any report is created: the server only
  * answers 400, this names exactly which filter name or value is not valid, and lists the valid ones.
@@ -98,12 +84,8 @@ export function validateFilters(filters: Filters, dimensions: Dimensions): void 
         problems.push(`unknown ${label} ${quote(value)}${suffix} (valid: ${listed(valid)})`);
     }
   };
-  check('brand', filters.brands, dimensions.brands);
-  check('market', filters.markets, dimensions.markets);
-  check('channel', filters.channels, dimensions.channels);
-  // The spec leaves open whether the service lists these; unlisted means the server is the judge.
-  check('ad format', filters.adFormats, dimensions.adFormats);
-  check('content type', filters.contentTypes, dimensions.contentTypes);
+  // A kind the service does not list is left to the server to judge.
+  for (const name of FILTER_NAMES) check(FILTER_KINDS[name].label, filters[name], dimensions[name]);
   const segments = new Map(dimensions.customSegments.map((s) => [s.name, s.values]));
   for (const segment of filters.customSegments ?? []) {
     const valid = segments.get(segment.name);

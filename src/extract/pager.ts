@@ -1,6 +1,7 @@
 import type { ApiClient } from '../api/client.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
 import { ExactNumber } from '../model/post-record.js';
+import { isRecord, kind } from './json-shape.js';
 
 /** One page of a DONE report: its records and the token of the next page (null on the last page). */
 export interface ReportPage {
@@ -155,18 +156,4 @@ export function reportIdText(value: unknown): string | undefined {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   if (value instanceof ExactNumber && value.isInteger) return value.text;
   return undefined;
-}
-
-export function kind(value: unknown): string {
-  if (value === undefined) return 'missing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (value instanceof ExactNumber) return 'a number';
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return (
-    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof ExactNumber)
-  );
 }

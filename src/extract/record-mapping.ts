@@ -7,6 +7,7 @@ import {
   JsonDocument,
   type MappedPost,
 } from '../model/post-record.js';
+import { isRecord } from './json-shape.js';
 
 /** Where the records came from, for error messages, and which field holds the post id. */
 export interface MappingContext {
@@ -152,8 +153,4 @@ function mapSegments(value: unknown, at: () => string): readonly CustomSegment[]
     out.push({ name, value: segmentValue });
   }
   return out;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

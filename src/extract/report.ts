@@ -2,8 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError } from '../errors.js';
-import { type Filters, filtersToRequest } from './filters.js';
-import { fetchReport, kind, type ReportPage, reportIdText, toReportPage } from './pager.js';
+import { type Filters, filtersToRequest } from '../model/filters.js';
+import { isRecord, kind } from './json-shape.js';
+import { fetchReport, type ReportPage, reportIdText, toReportPage } from './pager.js';
 
 /** The report creation answer: its id (stored so that a restart resumes polling) and first status. */
 export interface CreatedReport {
@@ -162,8 +163,4 @@ export async function waitForReport(
 
 function seconds(ms: number): string {
   return ms < 10_000 ? `${Math.round(ms)} ms` : `${Math.round(ms / 1000)} s`;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

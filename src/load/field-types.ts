@@ -1,4 +1,4 @@
-import { isIsoDate } from '../config.js';
+import { isIsoDate } from '../model/dates.js';
 import { ExactNumber, type FieldValue, JsonDocument } from '../model/post-record.js';
 
 /**

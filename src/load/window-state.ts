@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Filters } from '../extract/filters.js';
+import type { Filters } from '../model/filters.js';
 import type { LoadedWindow, Window } from '../model/window.js';
 import { qualified } from './table-names.js';
 

@@ -1,7 +1,8 @@
 import { parseDate } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { todayUtc } from '../model/dates.js';
-import { executeRun, type RunContext } from './run.js';
+import { executeRun } from './run.js';
+import type { RunContext } from './run-context.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows } from './windows.js';
 

@@ -1,10 +1,10 @@
 import type pg from 'pg';
-import type { FieldSelection } from '../extract/field-selection.js';
-import type { Filters } from '../extract/filters.js';
 import { type RunLockHolder, runLockHolder } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { readSelection } from '../load/stored-fields.js';
 import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
+import type { FieldSelection } from '../model/field-selection.js';
+import type { Filters } from '../model/filters.js';
 
 /**
  * How a window stands, as an operator needs it: `in progress` only while a live run holds the schema's lock;

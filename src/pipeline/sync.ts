@@ -1,7 +1,9 @@
 import type { RunConfig } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { addDays, todayUtc } from '../model/dates.js';
-import { executeRun, type LoadedHistory, type RunContext, type RunRange } from './run.js';
+import { executeRun } from './run.js';
+import type { RunContext } from './run-context.js';
+import type { LoadedHistory, RunRange } from './run-request.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows, gridStart } from './windows.js';
 

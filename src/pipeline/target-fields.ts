@@ -1,14 +1,14 @@
 import { type Config, SETTINGS, type SettingName, type SettingSpec } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { documentedFields } from '../load/declared-types.js';
+import type { StoredFields } from '../load/stored-fields.js';
 import {
   ALL_FIELDS,
   canonicalSelection,
   describeSelection,
   type FieldSelection,
   sameSelection,
-} from '../extract/field-selection.js';
-import { documentedFields } from '../load/declared-types.js';
-import type { StoredFields } from '../load/stored-fields.js';
+} from '../model/field-selection.js';
 
 /*
  * The field selection of a target (--fields / --exclude-fields), kept with its filters in sync_state

@@ -1,15 +1,13 @@
+import { FILTER_KINDS, type FilterApiName } from '../model/filters.js';
 import { parseDay } from './calendar.js';
 import type { Organization } from './organization.js';
 
 /** The v4 report creation body, snake_case as on the wire. Dates are inclusive. */
-export interface ReportParams {
+export type ReportParams = { [K in FilterApiName]?: string[] } & ReportBody;
+
+interface ReportBody {
   start_date: string;
   end_date: string;
-  brands?: string[];
-  markets?: string[];
-  channels?: string[];
-  ad_formats?: string[];
-  content_types?: string[];
   custom_segments?: { name: string; values: string[] }[];
 }
 
@@ -31,8 +29,8 @@ export class InvalidParamsError extends Error {
  */
 export const MAX_RANGE_DAYS = 3660;
 
-export const FILTER_NAMES = ['brands', 'markets', 'channels', 'ad_formats', 'content_types'] as const;
-export type FilterName = (typeof FILTER_NAMES)[number];
+/** The filters on lists of values, by their names on the wire. */
+export const FILTER_NAMES: readonly FilterApiName[] = Object.values(FILTER_KINDS).map((kind) => kind.api);
 
 function quote(value: unknown): string {
   let text: string;

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isIsoDate, parseConfig, SETTINGS, type SettingSpec } from '../../src/config.js';
+import { parseConfig, SETTINGS, type SettingSpec } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
+import { isIsoDate } from '../../src/model/dates.js';
 
 const base = {
   POST_REPORTS_BASE_URL: 'https://api.example.com/v4',

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { parseExactJson } from '../../../src/api/exact-json.js';
 import { parseConfig } from '../../../src/config.js';
+import { mapRecords } from '../../../src/extract/record-mapping.js';
 import {
   canonicalSelection,
   describeSelection,
   fieldFilter,
   sameSelection,
-} from '../../../src/extract/field-selection.js';
-import { mapRecords } from '../../../src/extract/record-mapping.js';
+} from '../../../src/model/field-selection.js';
 
 const base = {
   POST_REPORTS_BASE_URL: 'https://api.example.com/v4',

@@ -1,0 +1,127 @@
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { withTransaction } from '../load/database.js';
+import { migrate } from '../load/migrate.js';
+import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { applyFieldSelection, readStoredFields } from '../load/stored-fields.js';
+import {
+  firstLoadedDate,
+  loadedWindows,
+  type ResetCounts,
+  readTarget,
+  resetTarget,
+  type SyncState,
+  writeTarget,
+} from '../load/window-state.js';
+import type { Logger } from '../logger.js';
+import { canonicalFilters, type Filters } from '../model/filters.js';
+import type { RunContext } from './run-context.js';
+import type { LoadedHistory, RunRange, RunRequest } from './run-request.js';
+import { checkFieldSelection } from './target-fields.js';
+import { planWindows, type WindowGroup } from './windows.js';
+
+const NOTHING_LOADED: LoadedHistory = { cursor: null, firstLoaded: null };
+
+/** A run ready to load: its range, its plan and the state it starts from. */
+export interface PreparedRun {
+  readonly range: RunRange;
+  readonly groups: readonly WindowGroup[];
+  readonly skipped: number;
+  readonly cursor: string | null;
+  readonly reset?: ResetCounts;
+}
+
+/**
+ * Decides the range and the windows to load. The range is decided before anything is written, so that a refused
+ * run leaves the database as it was; a reset then clears the schema in one transaction.
+ */
+export async function prepareRun(
+  pool: pg.Pool,
+  context: RunContext,
+  request: RunRequest,
+  filters: Filters,
+  logger: Logger,
+): Promise<PreparedRun> {
+  const { config, signal } = context;
+  const schema = config.db.schema;
+  const stored = await peekTarget(pool, schema);
+  const range = request.resolve(request.reset || stored === null ? NOTHING_LOADED : stored.history);
+  checkTarget(stored?.target ?? null, config, filters, request.reset);
+  const fields = checkFieldSelection(
+    config,
+    await readStoredFields(pool, schema, stored !== null),
+    request.reset,
+  );
+  await migrate(pool, { schema, postIdField: config.api.postIdField }, logger, signal);
+  let reset: ResetCounts | undefined;
+  let cursor: string | null = null;
+  if (request.reset) {
+    reset = await withTransaction(pool, signal, async (client) => {
+      const counts = await resetTarget(client, schema, config.api.postIdField, filters);
+      await applyFieldSelection(client, schema, fields);
+      return counts;
+    });
+    logger.warn({ reset }, 'starting over (--reset): the schema was cleared');
+  } else if (stored === null) {
+    await withTransaction(pool, signal, async (client) => {
+      await writeTarget(client, schema, config.api.postIdField, filters);
+      await applyFieldSelection(client, schema, fields);
+    });
+  } else {
+    cursor = stored.target.cursorDate;
+  }
+  if (range.notice !== undefined) logger.warn(range.notice);
+  const loaded = await loadedWindows(pool, schema);
+  const plan = planWindows(range.windows, loaded, {
+    reload: range.reload,
+    ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
+  });
+  logger.info({ from: range.from, to: range.to }, 'range resolved');
+  const planned = plan.groups.reduce((n, g) => n + g.length, 0);
+  context.onProgress?.({ type: 'planned', windows: planned, skipped: plan.skipped.length });
+  logger.info({ planned, skipped: plan.skipped.length, groups: plan.groups.length }, 'windows planned');
+  return {
+    range,
+    groups: plan.groups,
+    skipped: plan.skipped.length,
+    cursor,
+    ...(reset === undefined ? {} : { reset }),
+  };
+}
+
+/** The stored target and history, or null when the schema has not been set up yet. */
+async function peekTarget(
+  pool: pg.Pool,
+  schema: string,
+): Promise<{ target: SyncState; history: LoadedHistory } | null> {
+  try {
+    const target = await readTarget(pool, schema);
+    if (target === null) return null;
+    const firstLoaded = await firstLoadedDate(pool, schema);
+    return { target, history: { cursor: target.cursorDate, firstLoaded } };
+  } catch (error) {
+    if (sqlState(error) === UNDEFINED_TABLE) return null;
+    throw error;
+  }
+}
+
+/** Refuses a run whose filters or post id field differ from what the schema was loaded with, unless resetting. */
+function checkTarget(stored: SyncState | null, config: Config, filters: Filters, reset: boolean): void {
+  if (stored === null) return;
+  const schema = config.db.schema;
+  if (stored.postIdField !== config.api.postIdField) {
+    throw new ConfigError(
+      'FILTERS_CHANGED',
+      `schema "${schema}" was loaded with post id field "${stored.postIdField}", not "${config.api.postIdField}": use another schema`,
+    );
+  }
+  const before = JSON.stringify(canonicalFilters(stored.filters));
+  const now = JSON.stringify(filters);
+  if (before !== now && !reset) {
+    throw new ConfigError(
+      'FILTERS_CHANGED',
+      `schema "${schema}" was loaded with filters ${before}, this run has ${now}: pass --reset to clear it, or use another schema`,
+    );
+  }
+}

@@ -1,0 +1,33 @@
+import type pg from 'pg';
+import type { ApiClient } from '../api/client.js';
+import type { Config } from '../config.js';
+import type { Loader } from '../load/loader.js';
+import type { Logger } from '../logger.js';
+import type { Filters } from '../model/filters.js';
+import type { RunCounters } from './run-counters.js';
+import type { RunStop } from './run-stop.js';
+import type { ProgressEvent } from './run-summary.js';
+
+/** What every run needs: configuration, a logger, and optionally a way to stop it and to watch it. */
+export interface RunContext {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (event: ProgressEvent) => void;
+}
+
+/** What a run's windows share once it is under way. */
+export interface ActiveRun {
+  readonly config: Config;
+  /** The run's logger (with its run id). */
+  readonly logger: Logger;
+  /** Stops every window: SIGINT/SIGTERM, or a token the API rejects. */
+  readonly stop: RunStop;
+  readonly api: ApiClient;
+  readonly loader: Loader;
+  readonly pool: pg.Pool;
+  /** The run's filters, canonical. */
+  readonly filters: Filters;
+  readonly counters: RunCounters;
+  readonly onProgress?: (event: ProgressEvent) => void;
+}

@@ -1,0 +1,234 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
+import { type ReportPage, readPages } from '../extract/pager.js';
+import { mapRecords } from '../extract/record-mapping.js';
+import { createReport, waitForReport } from '../extract/report.js';
+import { endAttempt, readWindow, recordReport, startAttempt } from '../load/window-state.js';
+import type { Logger } from '../logger.js';
+import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
+import { type Window, windowLabel } from '../model/window.js';
+import type { ActiveRun } from './run-context.js';
+import type { WindowFailure } from './run-summary.js';
+import { Watchdog } from './watchdog.js';
+import type { WindowGroup } from './windows.js';
+
+/** What an attempt fetched and staged itself (pages staged by an earlier run it resumes are not counted). */
+interface Staged {
+  posts: number;
+  pages: number;
+}
+
+/**
+ * One window's way from the run to its stage: its attempts, each creating (or resuming) a report and streaming its
+ * pages into the stage. The commit of its group is the run's (run-groups.ts).
+ */
+export class RunWindow {
+  readonly #run: ActiveRun;
+
+  constructor(run: ActiveRun) {
+    this.#run = run;
+  }
+
+  get #schema(): string {
+    return this.#run.config.db.schema;
+  }
+
+  /** Stages the window, retrying failed attempts; throws the last attempt's error. */
+  async stage(window: Window): Promise<void> {
+    const { config, stop, onProgress } = this.#run;
+    const signal = stop.child();
+    const log = this.#run.logger.child({ window: windowLabel(window) });
+    for (let attempt = 1; ; attempt += 1) {
+      if (signal.aborted) throw new EtlError('ABORTED', 'the run was interrupted before this window started');
+      const started = Date.now();
+      onProgress?.({ type: 'window-started', window, attempt });
+      log.info({ attempt }, 'window started');
+      try {
+        const { posts, pages } = await this.#attempt(window, signal, log);
+        log.info({ attempt, posts, pages, stageMs: Date.now() - started }, 'window staged');
+        return;
+      } catch (error) {
+        // A rejected token stops every window now; this one too is interrupted, not failed.
+        stop.check(error);
+        const failure = windowFailure(window, error);
+        if (signal.aborted) {
+          log.warn({ attempt }, 'window interrupted');
+          await this.markInterrupted(window, signal.reason);
+          throw error;
+        }
+        if (attempt >= config.run.windowAttempts || !retryable(error)) {
+          log.error({ attempt, code: failure.code, err: error }, 'window failed');
+          await this.markFailed(window, failure.message);
+          onProgress?.({ type: 'window-failed', window, error: failure.message });
+          throw error;
+        }
+        log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
+        await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
+      }
+    }
+  }
+
+  async markInterrupted(window: Window, reason: unknown): Promise<void> {
+    const message = reason instanceof Error ? reason.message : 'interrupted';
+    try {
+      await endAttempt(this.#run.pool, this.#schema, window, 'pending', oneLine(message));
+    } catch (error) {
+      this.#run.logger.error(
+        { err: error, window: windowLabel(window) },
+        'could not record the interruption',
+      );
+    }
+  }
+
+  async markFailed(window: Window, message: string): Promise<void> {
+    try {
+      await endAttempt(this.#run.pool, this.#schema, window, 'failed', message);
+    } catch (error) {
+      this.#run.logger.error({ err: error, window: windowLabel(window) }, 'could not record the failure');
+    }
+  }
+
+  /** Counts and reports a committed group. */
+  committed(group: WindowGroup, rows: number, durationMs: number): void {
+    this.#run.counters.committed(group.length, rows);
+    for (const w of group) {
+      this.#run.onProgress?.({ type: 'window-loaded', window: w, posts: rows, durationMs });
+    }
+    this.#run.logger.info(
+      { windows: group.map(windowLabel), rows, commitMs: durationMs },
+      'windows committed',
+    );
+  }
+
+  async #attempt(window: Window, windowSignal: AbortSignal, log: Logger): Promise<Staged> {
+    const { api, pool, loader, filters, config } = this.#run;
+    const previous = await readWindow(pool, this.#schema, window);
+    await startAttempt(pool, this.#schema, window, filters);
+    const watchdog = new Watchdog(config.run.stallTimeoutMs, windowSignal);
+    try {
+      // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume.
+      // A new load or reload always asks the API for a report: an earlier one may hold figures since restated.
+      const inProgress = previous?.attemptReportId ?? null;
+      const resumed = inProgress === null ? null : await this.#resume(window, inProgress, watchdog, log);
+      if (resumed !== null) return resumed;
+      watchdog.waitingFor('the report to be created');
+      const report = await createReport(api, window, filters, watchdog.signal);
+      this.#run.counters.reportCreated();
+      await recordReport(pool, this.#schema, window, report.id);
+      log.info({ reportId: report.id }, 'report created');
+      const first = await this.#waitFor(report.id, watchdog);
+      await loader.openWindow(window, report.id, watchdog.signal);
+      const pages = readPages(api, report.id, { first, signal: watchdog.signal });
+      return await this.#stagePages(window, report.id, pages, watchdog, log);
+    } catch (error) {
+      if (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) {
+        // A report that is gone or failed is never polled again: the next attempt creates a new one.
+        await recordReport(pool, this.#schema, window, null);
+      }
+      throw watchdog.reason(error);
+    } finally {
+      watchdog.stop();
+    }
+  }
+
+  /** Continues the attempt in progress with its report; null when that report is gone (create another). */
+  async #resume(window: Window, reportId: string, watchdog: Watchdog, log: Logger): Promise<Staged | null> {
+    const { api, loader } = this.#run;
+    const signal = watchdog.signal;
+    const progress = await loader.openWindow(window, reportId, signal);
+    if (progress.pagesStaged > 0) {
+      log.info({ reportId, pagesStaged: progress.pagesStaged }, 'resuming a staged window');
+      // Every page was staged before: nothing is fetched now, and a run counts only what it fetched.
+      if (progress.nextPage === null) return { posts: 0, pages: 0 };
+      const rest = readPages(api, reportId, {
+        startToken: progress.nextPage,
+        startIndex: progress.pagesStaged,
+        signal,
+      });
+      return await this.#stagePages(window, reportId, rest, watchdog, log);
+    }
+    try {
+      const first = await this.#waitFor(reportId, watchdog);
+      const pages = readPages(api, reportId, { first, signal });
+      return await this.#stagePages(window, reportId, pages, watchdog, log);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.code === 'REPORT_GONE')) throw error;
+      log.info({ reportId }, 'the earlier report is gone; creating another');
+      return null;
+    }
+  }
+
+  #waitFor(reportId: string, watchdog: Watchdog): Promise<ReportPage> {
+    watchdog.waitingFor(`report ${reportId} to be DONE`);
+    return waitForReport(this.#run.api, reportId, this.#run.config.api.poll, {
+      signal: watchdog.signal,
+      onPoll: () => watchdog.progress(),
+    });
+  }
+
+  async #stagePages(
+    window: Window,
+    reportId: string,
+    pages: AsyncGenerator<ReportPage>,
+    watchdog: Watchdog,
+    log: Logger,
+  ): Promise<Staged> {
+    const { config, loader, counters, onProgress } = this.#run;
+    const postIdField = config.api.postIdField;
+    const keep = fieldFilter(config.run.fields ?? ALL_FIELDS);
+    const staged: Staged = { posts: 0, pages: 0 };
+    watchdog.waitingFor(`a page of report ${reportId}`);
+    // A page is encoded while the one before it is written: on two cores the encoding overlaps the database.
+    let writing: Promise<void> | undefined;
+    try {
+      for await (const page of pages) {
+        const mapped = mapRecords(page.records, { postIdField, window, page: page.index, keep });
+        // The pager counts pages from 1, as messages do; the stage counts from 0.
+        const prepared = await loader.preparePage(
+          window,
+          { index: page.index - 1, nextPage: page.nextPage, posts: mapped },
+          watchdog.signal,
+        );
+        watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
+        await writing;
+        // Only numbers outlive this iteration: the page's records and rows are garbage once encoded, while the
+        // write runs (they are most of the live heap).
+        const rows = mapped.length;
+        const index = page.index;
+        const bytes = page.bytes;
+        writing = loader.writePage(prepared, watchdog.signal).then(() => {
+          watchdog.progress();
+          staged.posts += rows;
+          staged.pages += 1;
+          counters.pageStaged();
+          onProgress?.({ type: 'page-staged', window, posts: rows });
+          log.debug({ page: index, posts: rows, bytes }, 'page staged');
+        });
+        // Awaited on the next page or below; this only keeps a failure from being reported as unhandled meanwhile.
+        writing.catch(() => {});
+        watchdog.waitingFor(`a page of report ${reportId}`);
+      }
+      await writing;
+    } finally {
+      // Never leave a write running behind a failed attempt: the next attempt would race it.
+      await writing?.catch(() => {});
+    }
+    return staged;
+  }
+}
+
+/** A window's failure as the summary reports it. */
+export function windowFailure(window: Window, error: unknown): WindowFailure {
+  const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
+  const message = error instanceof Error ? oneLine(error.message) : oneLine(String(error));
+  return { start: window.start, end: window.end, code, message };
+}
+
+function retryable(error: unknown): boolean {
+  if (error instanceof ConfigError) return false;
+  if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
+  if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
+  if (error instanceof ApiError && (error.status === 400 || error.status === 401 || error.status === 403))
+    return false;
+  return true;
+}
