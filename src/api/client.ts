@@ -46,17 +46,11 @@ export class ApiClient {
   readonly #config: ApiConfig;
   readonly #logger: Logger;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
-  #retries = 0;
 
   constructor(config: ApiConfig, logger: Logger, options: ApiClientOptions = {}) {
     this.#config = config;
     this.#logger = logger.child({ component: 'api' });
     this.#onRetry = options.onRetry;
-  }
-
-  /** Retries made by this client so far, over all requests. */
-  get retries(): number {
-    return this.#retries;
   }
 
   /** GET a JSON resource below the base URL (`path` relative to it, e.g. `reports/posts/dimensions`). */
@@ -99,7 +93,6 @@ export class ApiClient {
           const delayMs = this.delayFor(error, attemptNumber);
           const remaining = retry.maxRetryTimeMs - (performance.now() - started);
           if (delayMs > remaining) return false;
-          this.#retries += 1;
           this.#logger.warn(
             { endpoint, attempt: attemptNumber, status: error.status, code: error.code, delayMs },
             'request failed; retrying',
@@ -159,18 +152,7 @@ export class ApiClient {
       text = await response.text();
     } catch (error) {
       if (signal?.aborted) throw aborted(endpoint, signal);
-      if (timeout.aborted) {
-        throw new ApiError(
-          'API_TIMEOUT',
-          `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt}; ${SETTINGS.requestTimeoutMs.env})`,
-          { endpoint },
-        );
-      }
-      throw new ApiError(
-        'API_NETWORK_ERROR',
-        `${endpoint} failed: ${this.scrub(networkReason(error))} (attempt ${attempt})`,
-        { endpoint, cause: error },
-      );
+      throw this.transportError(error, endpoint, attempt, timeout.aborted);
     }
     this.#logger.debug(
       { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: text.length },
@@ -186,6 +168,22 @@ export class ApiClient {
         { cause: error },
       );
     }
+  }
+
+  /** A request that got no answer: timed out, or failed on the network. */
+  private transportError(error: unknown, endpoint: string, attempt: number, timedOut: boolean): ApiError {
+    if (timedOut) {
+      return new ApiError(
+        'API_TIMEOUT',
+        `${endpoint} did not answer within ${this.#config.requestTimeoutMs} ms (attempt ${attempt}; ${SETTINGS.requestTimeoutMs.env})`,
+        { endpoint },
+      );
+    }
+    return new ApiError(
+      'API_NETWORK_ERROR',
+      `${endpoint} failed: ${this.scrub(networkReason(error))} (attempt ${attempt})`,
+      { endpoint, cause: error },
+    );
   }
 
   private httpError(

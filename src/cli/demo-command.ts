@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { type Flags, readEnvironment } from '../config.js';
-import { openDemoDatabase } from '../demo/demo-database.js';
+import { type Flags, type RawSettings, readEnvironment, SETTINGS } from '../config.js';
+import { type DemoDatabase, openDemoDatabase } from '../demo/demo-database.js';
 import {
   postsPerSegmentQuery,
   preflightVersusInflightQuery,
@@ -36,7 +36,10 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
   let stopSimulator = async () => {};
   try {
     // The database first: when none can start, the one line saying why is all the demo prints.
-    const database = await openDemoDatabase(options.databaseUrl ?? userEnv.DATABASE_URL, io.signal);
+    const database = await openDemoDatabase(
+      options.databaseUrl ?? userEnv[SETTINGS.databaseUrl.env],
+      io.signal,
+    );
     stopDatabase = () => database.stop();
     const simulator = await startSimulator({ seed: 1, postsPerDay: 50, generationDelayMs: 1000 });
     stopSimulator = () => simulator.close();
@@ -47,21 +50,7 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
 
     const to = addDays(todayUtc(), -1);
     const from = addDays(to, -(options.days - 1));
-    // Only the demo's own settings: filters or an API set in the shell are for real runs, not for the simulator.
-    const env = {
-      POST_REPORTS_BASE_URL: simulator.baseUrl,
-      POST_REPORTS_TOKEN: simulator.token,
-      DATABASE_URL: database.url,
-      POST_REPORTS_SCHEMA: options.schema,
-      POST_REPORTS_POLL_INITIAL_MS: '200',
-      POST_REPORTS_POLL_MAX_MS: '1000',
-      ...pick(userEnv, ['LOG_LEVEL', 'LOG_FORMAT']),
-    };
-    // On a terminal the progress bar tells the story; the info lines would scroll it away.
-    const quiet =
-      (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true && userEnv.LOG_LEVEL === undefined;
-    const logLevel = options.logLevel ?? (quiet ? 'warn' : undefined);
-    const flags: Flags = logLevel === undefined ? {} : { logLevel };
+    const { env, flags } = demoSettings(io, options, userEnv, database.url, simulator);
     const outcome = await runWithProgress(
       io,
       'backfill',
@@ -75,35 +64,9 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
       `\nLoaded ${summary.posts} posts from ${summary.from} to ${summary.to} in ${plural(summary.windows.loaded, 'window')} (${(summary.durationMs / 1000).toFixed(1)} s): ${summary.status}\n`,
     );
 
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      for (const query of [
-        sampleRowsQuery(options.schema),
-        spendByBrandAndWeekQuery(options.schema),
-        postsPerSegmentQuery(options.schema),
-        preflightVersusInflightQuery(options.schema),
-      ]) {
-        io.stdout.write(`\n-- ${query.title}\n${await renderQuery(client, query, 8)}\n`);
-      }
-    } finally {
-      await client.end();
-    }
-    // An embedded database is deleted on exit: a psql line for it is only worth printing while it waits.
-    if (options.keep || database.kind === 'DATABASE_URL') {
-      const query = spendByBrandAndWeekQuery(options.schema).sql.replace(/\s+/g, ' ');
-      const where = database.kind === 'embedded' ? database.url : redact(database.url);
-      io.stdout.write(`\nA query to try (psql '${where}'):\n  ${query};\n`);
-    }
-
-    if (options.keep) {
-      note(
-        `keeping the simulator (${simulator.baseUrl}, token ${simulator.token}) and the database up: Ctrl-C to stop`,
-      );
-      if (database.kind === 'embedded') note(`database: ${database.url}`);
-      const signal = io.signal;
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    } else if (database.kind === 'embedded') {
+    await showRows(io, database, options.schema, options.keep);
+    if (options.keep) await keepRunning(io, database, simulator);
+    else if (database.kind === 'embedded') {
       note('the embedded database is deleted on exit; pass --keep to query it while the demo waits');
     }
     return summary.exitCode;
@@ -114,6 +77,69 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
     await stopDatabase();
     await stopSimulator();
   }
+}
+
+// Sample queries over the loaded rows, and one to try by hand while it can be.
+async function showRows(io: Io, database: DemoDatabase, schema: string, keep: boolean): Promise<void> {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    for (const query of [
+      sampleRowsQuery(schema),
+      spendByBrandAndWeekQuery(schema),
+      postsPerSegmentQuery(schema),
+      preflightVersusInflightQuery(schema),
+    ]) {
+      io.stdout.write(`\n-- ${query.title}\n${await renderQuery(client, query, 8)}\n`);
+    }
+  } finally {
+    await client.end();
+  }
+  // An embedded database is deleted on exit: a psql line for it is only worth printing while it waits.
+  if (keep || database.kind === 'DATABASE_URL') {
+    const query = spendByBrandAndWeekQuery(schema).sql.replace(/\s+/g, ' ');
+    const where = database.kind === 'embedded' ? database.url : redact(database.url);
+    io.stdout.write(`\nA query to try (psql '${where}'):\n  ${query};\n`);
+  }
+}
+
+async function keepRunning(
+  io: Io,
+  database: DemoDatabase,
+  simulator: { readonly baseUrl: string; readonly token: string },
+): Promise<void> {
+  const note = (line: string) => io.stderr.write(`post-reports-etl demo: ${line}\n`);
+  note(
+    `keeping the simulator (${simulator.baseUrl}, token ${simulator.token}) and the database up: Ctrl-C to stop`,
+  );
+  if (database.kind === 'embedded') note(`database: ${database.url}`);
+  const signal = io.signal;
+  await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+// Only the demo's own settings: filters or an API set in the shell are for real runs, not for the simulator.
+function demoSettings(
+  io: Io,
+  options: DemoOptions,
+  userEnv: RawSettings,
+  databaseUrl: string,
+  simulator: { readonly baseUrl: string; readonly token: string },
+): { env: Record<string, string>; flags: Flags } {
+  const env = {
+    [SETTINGS.baseUrl.env]: simulator.baseUrl,
+    [SETTINGS.token.env]: simulator.token,
+    [SETTINGS.databaseUrl.env]: databaseUrl,
+    [SETTINGS.schema.env]: options.schema,
+    [SETTINGS.pollInitialMs.env]: '200',
+    [SETTINGS.pollMaxMs.env]: '1000',
+    ...pick(userEnv, [SETTINGS.logLevel.env, SETTINGS.logFormat.env]),
+  };
+  // On a terminal the progress bar tells the story; the info lines would scroll it away.
+  const quiet =
+    (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true && userEnv[SETTINGS.logLevel.env] === undefined;
+  const logLevel = options.logLevel ?? (quiet ? 'warn' : undefined);
+  const flags: Flags = logLevel === undefined ? {} : { logLevel };
+  return { env, flags };
 }
 
 /** `1 window`, `5 windows`. */

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
+import { SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
@@ -10,10 +13,6 @@ import { runCommand } from './run-command.js';
 import { type Io, quietOnClosedPipe } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
 
-const io: Io = { stdout: process.stdout, stderr: process.stderr, signal: interruptSignal() };
-quietOnClosedPipe(process.stdout);
-quietOnClosedPipe(process.stderr);
-
 const progressOption = () =>
   new Option(
     '--progress-interval <seconds>',
@@ -21,7 +20,7 @@ const progressOption = () =>
   ).default('10');
 
 /** --progress-interval in milliseconds; a bad value is a usage error (exit 2). */
-function progressIntervalMs(options: Record<string, unknown>): number {
+function progressIntervalMs(io: Io, options: Record<string, unknown>): number {
   const text = String(options.progressInterval ?? '10');
   const seconds = Number(text);
   if (text.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
@@ -33,7 +32,7 @@ function progressIntervalMs(options: Record<string, unknown>): number {
   return Math.round(seconds * 1000);
 }
 
-function program(): Command {
+function program(io: Io): Command {
   const root = new Command('post-reports-etl')
     .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
     .version(VERSION, '-V, --version', 'print the version and exit')
@@ -43,7 +42,19 @@ function program(): Command {
       // Usage errors (unknown option, missing argument) share the configuration error's exit code.
       process.exit(error.exitCode === 0 ? 0 : 2);
     });
+  for (const command of [
+    demoCommandOf(io),
+    ...runCommandsOf(io),
+    ...adminCommandsOf(io),
+    simulatorCommandOf(io),
+  ]) {
+    root.addCommand(command);
+  }
+  return root;
+}
 
+/** backfill and sync. */
+function runCommandsOf(io: Io): Command[] {
   const backfill = addSettingFlags(
     new Command('backfill')
       .description('Load every window of a date range (never moves the incremental cursor)')
@@ -54,7 +65,7 @@ function program(): Command {
       .addOption(progressOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
-    const progress = progressIntervalMs(options);
+    const progress = progressIntervalMs(io, options);
     process.exitCode = await runCommand(
       io,
       'backfill',
@@ -84,7 +95,7 @@ function program(): Command {
       .addOption(progressOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {
-    const progress = progressIntervalMs(options);
+    const progress = progressIntervalMs(io, options);
     process.exitCode = await runCommand(
       io,
       'sync',
@@ -94,15 +105,22 @@ function program(): Command {
     );
   });
 
-  const demo = new Command('demo')
+  return [backfill, sync];
+}
+
+function demoCommandOf(io: Io): Command {
+  return new Command('demo')
     .description(
-      'Start the API simulator and a database (DATABASE_URL, else an embedded PostgreSQL), load the last 30 days, and show the rows',
+      `Start the API simulator and a database (${SETTINGS.databaseUrl.env}, else an embedded PostgreSQL), load the last 30 days, and show the rows`,
     )
     .addOption(new Option('--days <n>', 'days to load, ending yesterday (UTC)').default('30'))
     .addOption(new Option('--schema <name>', 'schema to load into').default('demo'))
-    .option('--database-url <url>', 'load here instead of an embedded PostgreSQL [env DATABASE_URL]')
+    .option(
+      '--database-url <url>',
+      `load here instead of an embedded PostgreSQL [env ${SETTINGS.databaseUrl.env}]`,
+    )
     .option('--keep', 'keep the simulator and the database running after the load, until Ctrl-C')
-    .option('--log-level <level>', 'pino level [env LOG_LEVEL, default info]')
+    .option('--log-level <level>', `pino level [env ${SETTINGS.logLevel.env}, default info]`)
     .addOption(progressOption())
     .action(async (options: Record<string, unknown>) => {
       const days = Number(options.days);
@@ -119,12 +137,15 @@ function program(): Command {
         schema: String(options.schema),
         days,
         keep: options.keep === true,
-        progressIntervalMs: progressIntervalMs(options),
+        progressIntervalMs: progressIntervalMs(io, options),
         ...(typeof options.databaseUrl === 'string' ? { databaseUrl: options.databaseUrl } : {}),
         ...(typeof options.logLevel === 'string' ? { logLevel: options.logLevel } : {}),
       });
     });
+}
 
+/** migrate, status and dimensions. */
+function adminCommandsOf(io: Io): Command[] {
   const migrate = addSettingFlags(new Command('migrate').description('Apply pending database migrations'), [
     ...DB_FLAGS,
     'postIdField',
@@ -156,7 +177,11 @@ function program(): Command {
     process.exitCode = await dimensionsCommand(io, collectFlags(options, [...API_FLAGS, ...LOG_FLAGS]));
   });
 
-  const simulator = new Command('simulator')
+  return [migrate, status, dimensions];
+}
+
+function simulatorCommandOf(io: Io): Command {
+  return new Command('simulator')
     .description('Serve the Post Reporting API v4 simulator (for tests, benchmarks and demos)')
     .addOption(new Option('--port <n>', 'port (0: any free port)').default('8080'))
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
@@ -172,15 +197,25 @@ function program(): Command {
     .action(async (options: Record<string, string>) => {
       process.exitCode = await simulatorCommand(io, options);
     });
-
-  return root
-    .addCommand(demo)
-    .addCommand(backfill)
-    .addCommand(sync)
-    .addCommand(migrate)
-    .addCommand(status)
-    .addCommand(dimensions)
-    .addCommand(simulator);
 }
 
-await program().parseAsync(process.argv);
+/** Runs the CLI: signal handlers and pipe handling are installed here, never on import. */
+export async function main(argv: readonly string[]): Promise<void> {
+  const io: Io = { stdout: process.stdout, stderr: process.stderr, signal: interruptSignal() };
+  quietOnClosedPipe(process.stdout);
+  quietOnClosedPipe(process.stderr);
+  await program(io).parseAsync([...argv]);
+}
+
+// Started as the CLI (node main.js, or the package's bin link), not imported.
+function isEntry(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
+if (isEntry()) await main(process.argv);

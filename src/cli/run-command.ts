@@ -92,7 +92,5 @@ export async function runWithProgress(
       });
     }
     return { exitCode };
-  } finally {
-    progress.stop();
   }
 }

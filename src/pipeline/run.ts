@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
+import { SETTINGS } from '../config.js';
 import { EtlError, oneLine, StoreError } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
 import { asStoreError, createPool, deadlineHint } from '../load/database.js';
@@ -172,7 +173,7 @@ function connectionError(url: string, error: unknown): unknown {
   const state = sqlState(error);
   // Class 28: the server refused the role or its password; retrying cannot help, a person must fix the login.
   const refused = state?.startsWith('28') === true;
-  let where = 'DATABASE_URL';
+  let where: string = SETTINGS.databaseUrl.env;
   try {
     const parsed = new URL(url);
     where = `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;

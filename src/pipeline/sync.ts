@@ -1,4 +1,4 @@
-import type { RunConfig } from '../config.js';
+import { type RunConfig, SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { addDays, todayUtc } from '../model/dates.js';
 import { executeRun } from './run.js';
@@ -40,9 +40,7 @@ export function syncRange(run: RunConfig, history: LoadedHistory, to: string, re
     if (startDate === undefined) {
       throw new ConfigError(
         'CONFIG_INVALID',
-        reset
-          ? '--reset starts over from the start date: pass --start-date YYYY-MM-DD or set POST_REPORTS_START_DATE'
-          : 'the first sync needs a start date: pass --start-date YYYY-MM-DD or set POST_REPORTS_START_DATE',
+        `${reset ? '--reset starts over from the start date' : 'the first sync needs a start date'}: pass ${SETTINGS.startDate.flag} YYYY-MM-DD or set ${SETTINGS.startDate.env}`,
       );
     }
     const from = upTo(startDate);

@@ -1,3 +1,4 @@
+import { SETTINGS } from '../config.js';
 import { EtlError } from '../errors.js';
 
 /**
@@ -21,7 +22,7 @@ export class Watchdog {
         if (idle >= stallTimeoutMs && !this.#signal.aborted) {
           this.#stalled = new EtlError(
             'NO_PROGRESS',
-            `no progress for ${Math.round(idle / 1000)} s while waiting for ${this.#waitingFor} (POST_REPORTS_STALL_TIMEOUT_MS)`,
+            `no progress for ${Math.round(idle / 1000)} s while waiting for ${this.#waitingFor} (${SETTINGS.stallTimeoutMs.env})`,
           );
           this.#controller.abort(this.#stalled);
         }
