@@ -89,11 +89,6 @@ export function canonicalFilters(filters: Filters): Filters {
   return out;
 }
 
-/** Two filters select the same posts. */
-export function sameFilters(a: Filters, b: Filters): boolean {
-  return JSON.stringify(canonicalFilters(a)) === JSON.stringify(canonicalFilters(b));
-}
-
 /** The request body fields of a post report creation call (v4 plural names). */
 export function filtersToRequest(filters: Filters): Record<string, unknown> {
   const body: Record<string, unknown> = {};
