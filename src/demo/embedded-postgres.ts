@@ -44,28 +44,7 @@ export async function startEmbeddedPostgres(
   try {
     const binaries = await stageBinaries(nativeDir, root, user);
     const dataDir = join(root, 'data');
-    const password = randomBytes(18).toString('base64url');
-    const passwordFile = join(root, 'password');
-    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
-    if (user !== undefined) await chown(passwordFile, user.uid, user.gid);
-    // A throwaway cluster: no fsync, C locale (the same sort order everywhere), UTF-8 for any text.
-    await runToEnd(
-      binaries.initdb,
-      [
-        `--pgdata=${dataDir}`,
-        '--username=postgres',
-        '--auth=scram-sha-256',
-        `--pwfile=${passwordFile}`,
-        '--encoding=UTF8',
-        '--no-locale',
-        '--no-sync',
-        '--no-instructions',
-      ],
-      root,
-      user,
-      signal,
-    );
-    await rm(passwordFile, { force: true });
+    const password = await initCluster(binaries.initdb, dataDir, root, user, signal);
     const port = await freePort();
     server = startServer(binaries.postgres, dataDir, port, root, user);
     const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
@@ -95,6 +74,39 @@ export async function startEmbeddedPostgres(
   }
 }
 
+/** Creates a throwaway cluster in `dataDir` with a random password for `postgres`; returns the password. */
+async function initCluster(
+  initdb: string,
+  dataDir: string,
+  root: string,
+  user: ServerUser | undefined,
+  signal: AbortSignal,
+): Promise<string> {
+  const password = randomBytes(18).toString('base64url');
+  const passwordFile = join(root, 'password');
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  if (user !== undefined) await chown(passwordFile, user.uid, user.gid);
+  // A throwaway cluster: no fsync, C locale (the same sort order everywhere), UTF-8 for any text.
+  await runToEnd(
+    initdb,
+    [
+      `--pgdata=${dataDir}`,
+      '--username=postgres',
+      '--auth=scram-sha-256',
+      `--pwfile=${passwordFile}`,
+      '--encoding=UTF8',
+      '--no-locale',
+      '--no-sync',
+      '--no-instructions',
+    ],
+    root,
+    user,
+    signal,
+  );
+  await rm(passwordFile, { force: true });
+  return password;
+}
+
 interface ServerProcess {
   /** Resolves with why the server process ended: it exited, or it could not be started at all. */
   readonly ended: Promise<string>;
@@ -102,6 +114,15 @@ interface ServerProcess {
   output(): string;
   stop(): Promise<void>;
 }
+
+// Local TCP only, and no durability: the cluster is thrown away with the demo.
+const SERVER_SETTINGS = [
+  'listen_addresses=127.0.0.1',
+  'unix_socket_directories=',
+  'fsync=off',
+  'full_page_writes=off',
+  'synchronous_commit=off',
+];
 
 function startServer(
   postgres: string,
@@ -112,22 +133,7 @@ function startServer(
 ): ServerProcess {
   const child = spawn(
     postgres,
-    [
-      '-D',
-      dataDir,
-      '-p',
-      String(port),
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      '-c',
-      'fsync=off',
-      '-c',
-      'full_page_writes=off',
-      '-c',
-      'synchronous_commit=off',
-    ],
+    ['-D', dataDir, '-p', String(port), ...SERVER_SETTINGS.flatMap((setting) => ['-c', setting])],
     // Its own process group: a Ctrl-C reaches the connector, which stops the server after its run rolls back.
     { cwd: root, detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...ids(user) },
   );

@@ -98,8 +98,28 @@ function withFirstRecord(page: Page, idKeyJson: string, change: (record: string)
   return pageBody({ ...page, records: [change(first), ...rest] });
 }
 
+const ENVELOPE_KINDS = [
+  'data-not-array',
+  'too-many-records',
+  'missing-response-metadata',
+  'next-page-not-string',
+  'truncated-json',
+  'html-200',
+] as const satisfies readonly CorruptionKind[];
+
+/** A corruption of the page around its records. */
+type EnvelopeKind = (typeof ENVELOPE_KINDS)[number];
+
+function isEnvelopeKind(kind: CorruptionKind): kind is EnvelopeKind {
+  return (ENVELOPE_KINDS as readonly CorruptionKind[]).includes(kind);
+}
+
 /** A page malformed in the given way; the response status stays 200. `idKeyJson`: the id field name as JSON. */
 export function corruptPageBody(kind: CorruptionKind, page: Page, idKeyJson: string): Body {
+  return isEnvelopeKind(kind) ? corruptEnvelope(kind, page) : corruptRecords(kind, page, idKeyJson);
+}
+
+function corruptEnvelope(kind: EnvelopeKind, page: Page): Body {
   const records = page.records;
   const next = page.nextPage === null ? 'null' : `"${page.nextPage}"`;
   const head = `{"id":"${page.id}","status":"DONE"`;
@@ -131,6 +151,12 @@ export function corruptPageBody(kind: CorruptionKind, page: Page, idKeyJson: str
         contentType: 'text/html; charset=utf-8',
         text: '<!DOCTYPE html><html><head><title>Maintenance</title></head><body><h1>We will be back soon</h1></body></html>',
       };
+  }
+}
+
+function corruptRecords(kind: Exclude<CorruptionKind, EnvelopeKind>, page: Page, idKeyJson: string): Body {
+  const records = page.records;
+  switch (kind) {
     case 'record-without-id':
       return pageBody({
         ...page,

@@ -308,30 +308,33 @@ export class PostGenerator {
     }
     w.plain('date_captured', this.#date(day));
     w.plain('creative_link', `https://cdn.example.com/creatives/${day}-${index}?v=${random.int(9) + 1}`);
-    if (inFlight) {
-      for (const key of COUNT_METRICS) {
-        if (random.chance(METRIC_PRESENCE)) w.number(key, String(random.int(1_000_000)));
-      }
-      for (const key of RATE_METRICS) {
-        if (random.chance(METRIC_PRESENCE)) w.number(key, this.#rate(random));
-      }
-      for (const key of RATIO_METRICS) {
-        if (random.chance(METRIC_PRESENCE)) w.number(key, this.#ratio(random));
-      }
-      if (random.chance(0.5)) w.json('third_party_data', this.#thirdParty(random));
-      if (video) {
-        if (random.chance(METRIC_PRESENCE)) w.number('video_views', String(random.int(5_000_000)));
-        if (random.chance(METRIC_PRESENCE)) w.number('video_completions', String(random.int(1_000_000)));
-        if (random.chance(METRIC_PRESENCE)) w.number('video_completion_rate', this.#rate(random));
-        if (random.chance(METRIC_PRESENCE)) w.number('avg_watch_time_seconds', this.#ratio(random));
-      }
-    }
+    if (inFlight) this.#writeMetrics(w, random, video);
     if (this.#schedule.length > 0) this.#writeScheduled(w, day, index, revision);
     let segments = '';
     for (let i = 0; i < a.segments.length; i++) {
       segments += `${i === 0 ? '' : ','}${json.segments[i]?.[a.segments[i] ?? 0] ?? ''}`;
     }
     return `${w.text},"custom_segments":[${segments}]}`;
+  }
+
+  /** The figures of an in-flight post, each present or not as drawn. */
+  #writeMetrics(w: RecordWriter, random: Random, video: boolean): void {
+    for (const key of COUNT_METRICS) {
+      if (random.chance(METRIC_PRESENCE)) w.number(key, String(random.int(1_000_000)));
+    }
+    for (const key of RATE_METRICS) {
+      if (random.chance(METRIC_PRESENCE)) w.number(key, this.#rate(random));
+    }
+    for (const key of RATIO_METRICS) {
+      if (random.chance(METRIC_PRESENCE)) w.number(key, this.#ratio(random));
+    }
+    if (random.chance(0.5)) w.json('third_party_data', this.#thirdParty(random));
+    if (video) {
+      if (random.chance(METRIC_PRESENCE)) w.number('video_views', String(random.int(5_000_000)));
+      if (random.chance(METRIC_PRESENCE)) w.number('video_completions', String(random.int(1_000_000)));
+      if (random.chance(METRIC_PRESENCE)) w.number('video_completion_rate', this.#rate(random));
+      if (random.chance(METRIC_PRESENCE)) w.number('avg_watch_time_seconds', this.#ratio(random));
+    }
   }
 
   /** Scheduled fields: a count from its first date on, or a count that turns decimal on its date. */

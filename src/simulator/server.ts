@@ -23,6 +23,7 @@ import {
   canonicalKey,
   InvalidParamsError,
   type ReportParams,
+  type ValidParams,
   validateReportParams,
 } from './report-params.js';
 import { type Report, ReportStore } from './report-store.js';
@@ -383,6 +384,12 @@ class Simulator {
       );
       return;
     }
+    if (this.#refused(url, request, response)) return;
+    await this.#dispatch(method, url, request, response);
+  }
+
+  /** Answers 401/403 when the request may not read reports (or a rejection is planned); true when it did. */
+  #refused(url: URL, request: IncomingMessage, response: ServerResponse): boolean {
     if (url.searchParams.has('access_token')) {
       sendError(
         response,
@@ -391,7 +398,7 @@ class Simulator {
         'the access_token query parameter is not accepted in v4; send Authorization: Bearer <token>',
         { 'www-authenticate': 'Bearer' },
       );
-      return;
+      return true;
     }
     if (!sameToken(request.headers.authorization, this.#token)) {
       const message =
@@ -399,7 +406,7 @@ class Simulator {
           ? 'the Authorization header is missing; send Authorization: Bearer <token>'
           : 'the bearer token is not valid';
       sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
-      return;
+      return true;
     }
     const rejection = this.#tokenRejection.next();
     if (rejection !== null) {
@@ -411,8 +418,17 @@ class Simulator {
       } else {
         sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
       }
-      return;
+      return true;
     }
+    return false;
+  }
+
+  async #dispatch(
+    method: string,
+    url: URL,
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): Promise<void> {
     const matched = route(method, url.pathname);
     if ('error' in matched) {
       this.#log.route('unmatched');
@@ -476,6 +492,19 @@ class Simulator {
       sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
       return;
     }
+    const valid = await this.#readParams(request, response);
+    if (valid === null) return;
+    if (this.#refusedStartDates.has(valid.params.start_date)) {
+      sendError(response, 400, 'invalid_request', this.#refusalMessage);
+      return;
+    }
+    const { report, status } = this.#reportFor(valid);
+    this.#log.creationCall();
+    sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+  }
+
+  /** The validated params of a creation call, or null when it was answered with an error. */
+  async #readParams(request: IncomingMessage, response: ServerResponse): Promise<ValidParams | null> {
     const contentType = request.headers['content-type'];
     if (!isJsonContentType(contentType)) {
       sendError(
@@ -484,7 +513,7 @@ class Simulator {
         'unsupported_media_type',
         `Content-Type must be application/json, got ${JSON.stringify(contentType ?? null)}`,
       );
-      return;
+      return null;
     }
     let raw: Buffer;
     try {
@@ -501,7 +530,7 @@ class Simulator {
           },
         );
         if (error.cut) request.socket.destroySoon();
-        return;
+        return null;
       }
       throw error;
     }
@@ -511,20 +540,19 @@ class Simulator {
     } catch (error) {
       const reason = error instanceof SyntaxError ? error.message : 'the body is not valid UTF-8';
       sendError(response, 400, 'invalid_request', `the request body is not valid JSON: ${reason}`);
-      return;
+      return null;
     }
-    let valid: ReturnType<typeof validateReportParams>;
     try {
-      valid = validateReportParams(body, this.#organization);
+      return validateReportParams(body, this.#organization);
     } catch (error) {
       if (!(error instanceof InvalidParamsError)) throw error;
       sendError(response, 400, 'invalid_request', error.message);
-      return;
+      return null;
     }
-    if (this.#refusedStartDates.has(valid.params.start_date)) {
-      sendError(response, 400, 'invalid_request', this.#refusalMessage);
-      return;
-    }
+  }
+
+  /** A report for these params: a reusable one, or a new one announced IN_PROGRESS. */
+  #reportFor(valid: ValidParams): { report: Report; status: string } {
     const now = this.now();
     const key = canonicalKey(valid.params);
     const faults = this.#faults;
@@ -554,8 +582,7 @@ class Simulator {
     } else {
       status = ReportStore.status(report, now);
     }
-    this.#log.creationCall();
-    sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+    return { report, status };
   }
 
   #retrieve(id: string, page: string | null, response: ServerResponse): void {
@@ -586,40 +613,44 @@ class Simulator {
       sendJson(response, 200, JSON.stringify({ id: report.id, status }));
       return;
     }
-    let offset = 0;
-    if (page !== null) {
-      const resolved = this.#reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
-      const expiring = faults.pageTokenExpiresAtPage;
-      if (
-        'found' in resolved &&
-        expiring !== null &&
-        Math.floor(resolved.found / this.#pageSize) + 1 === expiring
-      ) {
-        // Disarmed once a client has seen it: a request whose client went away does not use it up.
-        response.once('finish', () => {
-          this.#faults = { ...this.#faults, pageTokenExpiresAtPage: null };
-        });
+    const offset = page === null ? 0 : this.#pageOffset(report, page, now, response);
+    if (offset === null) return;
+    this.#sendPage(report, offset, now, response);
+  }
+
+  /** Where the page of a token starts, or null when the token was answered with an error. */
+  #pageOffset(report: Report, page: string, now: number, response: ServerResponse): number | null {
+    const faults = this.#faults;
+    const resolved = this.#reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
+    const expiring = faults.pageTokenExpiresAtPage;
+    if (
+      'found' in resolved &&
+      expiring !== null &&
+      Math.floor(resolved.found / this.#pageSize) + 1 === expiring
+    ) {
+      // Disarmed once a client has seen it: a request whose client went away does not use it up.
+      response.once('finish', () => {
+        this.#faults = { ...this.#faults, pageTokenExpiresAtPage: null };
+      });
+      this.#served(response, 'page-token-expired');
+      sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
+      return null;
+    }
+    if ('missing' in resolved) {
+      if (resolved.missing === 'expired') {
         this.#served(response, 'page-token-expired');
         sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
-        return;
+      } else {
+        sendError(
+          response,
+          404,
+          'page_not_found',
+          `page token ${JSON.stringify(page)} is unknown for this report`,
+        );
       }
-      if ('missing' in resolved) {
-        if (resolved.missing === 'expired') {
-          this.#served(response, 'page-token-expired');
-          sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
-        } else {
-          sendError(
-            response,
-            404,
-            'page_not_found',
-            `page token ${JSON.stringify(page)} is unknown for this report`,
-          );
-        }
-        return;
-      }
-      offset = resolved.found;
+      return null;
     }
-    this.#sendPage(report, offset, now, response);
+    return resolved.found;
   }
 
   #sendPage(report: Report, offset: number, now: number, response: ServerResponse): void {
@@ -668,12 +699,8 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-/** Starts the Post Reporting API v4 simulator on `host:port` (default 127.0.0.1, a free port). */
-export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
-  validateOptions(options);
-  const token = options.token ?? 'sim-token';
-  const host = options.host ?? '127.0.0.1';
-  const simulator = new Simulator(options, token);
+/** The HTTP server of a simulator: a handler failure costs one request, a malformed request one answer. */
+function simulatorServer(simulator: Simulator): Server {
   const server = createServer(
     { maxHeaderSize: 16 * 1024, requestTimeout: 60_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 },
     (request, response) => {
@@ -698,6 +725,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       clientErrorResponse(status, 'invalid_request', `malformed HTTP request (${error.code ?? 'unknown'})`),
     );
   });
+  return server;
+}
+
+/** Starts the Post Reporting API v4 simulator on `host:port` (default 127.0.0.1, a free port). */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  validateOptions(options);
+  const token = options.token ?? 'sim-token';
+  const host = options.host ?? '127.0.0.1';
+  const simulator = new Simulator(options, token);
+  const server = simulatorServer(simulator);
   await listen(server, options.port ?? 0, host);
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 0);
