@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, Option } from 'commander';
 import { SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
 import { VERSION } from '../version.js';
 import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
 import { interruptSignal } from './context.js';
@@ -181,7 +182,7 @@ function adminCommandsOf(io: Io): Command[] {
 }
 
 function simulatorCommandOf(io: Io): Command {
-  return new Command('simulator')
+  const command = new Command('simulator')
     .description('Serve the Post Reporting API v4 simulator (for tests, benchmarks and demos)')
     .addOption(new Option('--port <n>', 'port (0: any free port)').default('8080'))
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
@@ -190,13 +191,20 @@ function simulatorCommandOf(io: Io): Command {
     .addOption(new Option('--posts-per-day <n>', 'posts dated each day').default('50'))
     .addOption(new Option('--generation-delay-ms <n>', 'how long a report stays IN_PROGRESS').default('0'))
     .addOption(new Option('--latency-ms <n>', 'latency added to every response').default('0'))
-    .addOption(new Option('--rate-limit-share <x>', 'share of requests answered 429').default('0'))
-    .addOption(new Option('--server-error-share <x>', 'share of requests answered 5xx').default('0'))
-    .addOption(new Option('--drop-share <x>', 'share of connections dropped').default('0'))
-    .addOption(new Option('--fail-report-share <x>', 'share of reports that end FAILED').default('0'))
+    .addOption(
+      new Option('--fail-report-share <x>', 'share of reports that end FAILED').default(
+        String(DEFAULT_FAULTS.failReportShare),
+      ),
+    )
     .action(async (options: Record<string, string>) => {
       process.exitCode = await simulatorCommand(io, options);
     });
+  for (const fault of REQUEST_FAULTS) {
+    command.addOption(
+      new Option(`--${fault.flag} <x>`, fault.description).default(String(DEFAULT_FAULTS[fault.share])),
+    );
+  }
+  return command;
 }
 
 /** Runs the CLI: signal handlers and pipe handling are installed here, never on import. */

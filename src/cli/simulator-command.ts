@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.js';
+import { REQUEST_FAULTS } from '../simulator/faults.js';
 import { startSimulator } from '../simulator/server.js';
 import { type Io, printError } from './run-output.js';
 
@@ -25,9 +26,9 @@ export async function simulatorCommand(io: Io, options: Record<string, string>):
       generationDelayMs: number('generation-delay-ms', options.generationDelayMs, 0, 86_400_000),
       faults: {
         latencyMs: number('latency-ms', options.latencyMs, 0, 600_000),
-        rateLimitShare: number('rate-limit-share', options.rateLimitShare, 0, 1),
-        serverErrorShare: number('server-error-share', options.serverErrorShare, 0, 1),
-        dropShare: number('drop-share', options.dropShare, 0, 1),
+        ...Object.fromEntries(
+          REQUEST_FAULTS.map((fault) => [fault.share, number(fault.flag, options[fault.share], 0, 1)]),
+        ),
         failReportShare: number('fail-report-share', options.failReportShare, 0, 1),
       },
     });

@@ -84,9 +84,7 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
   for (const [key, value] of Object.entries(changes)) {
     if (value !== undefined) Object.assign(merged, { [key]: value });
   }
-  share('rateLimitShare', merged.rateLimitShare);
-  share('serverErrorShare', merged.serverErrorShare);
-  share('dropShare', merged.dropShare);
+  for (const fault of REQUEST_FAULTS) share(fault.share, merged[fault.share]);
   share('failReportShare', merged.failReportShare);
   duration('latencyMs', merged.latencyMs);
   duration('retryAfterSeconds', merged.retryAfterSeconds);
@@ -109,16 +107,35 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
   return merged;
 }
 
-export type RequestFault = 'drop' | 'rate-limit' | 'server-error';
+/**
+ * The faults that answer a request instead of the API, each with its share of requests (a knob of Faults) and
+ * its flag of the simulator command. A new one is an entry here and its answer in server.ts.
+ */
+export const REQUEST_FAULTS = [
+  { fault: 'drop', share: 'dropShare', flag: 'drop-share', description: 'share of connections dropped' },
+  {
+    fault: 'rate-limit',
+    share: 'rateLimitShare',
+    flag: 'rate-limit-share',
+    description: 'share of requests answered 429',
+  },
+  {
+    fault: 'server-error',
+    share: 'serverErrorShare',
+    flag: 'server-error-share',
+    description: 'share of requests answered 5xx',
+  },
+] as const satisfies readonly { fault: string; share: keyof Faults; flag: string; description: string }[];
 
-/** One draw per request decides its fault, so the three shares never overlap. */
+export type RequestFault = (typeof REQUEST_FAULTS)[number]['fault'];
+
+/** One draw per request decides its fault, so that the shares never overlap. */
 export function drawRequestFault(random: Random, faults: Readonly<Faults>): RequestFault | null {
   const draw = random.next();
-  let bound = faults.dropShare;
-  if (draw < bound) return 'drop';
-  bound += faults.rateLimitShare;
-  if (draw < bound) return 'rate-limit';
-  bound += faults.serverErrorShare;
-  if (draw < bound) return 'server-error';
+  let bound = 0;
+  for (const { fault, share } of REQUEST_FAULTS) {
+    bound += faults[share];
+    if (draw < bound) return fault;
+  }
   return null;
 }
