@@ -148,12 +148,7 @@ function scanNumber(text: string, i: number): number {
  * so that JSON.parse still rejects it.
  */
 function inValuePosition(text: string, end: number): boolean {
-  let p = end;
-  let c = text.charCodeAt(p);
-  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
-    p += 1;
-    c = text.charCodeAt(p);
-  }
+  const c = text.charCodeAt(skipWhitespace(text, end));
   return !(
     c === COLON ||
     (c >= ZERO && c <= NINE) ||
@@ -167,13 +162,17 @@ function inValuePosition(text: string, end: number): boolean {
 
 /** True when the string that ended just before `after` is an object key: a colon follows it. */
 function isKey(text: string, after: number): boolean {
-  let p = after;
+  return text.charCodeAt(skipWhitespace(text, after)) === COLON;
+}
+
+/** The index of the first character from `p` on that is not JSON whitespace. */
+function skipWhitespace(text: string, p: number): number {
   let c = text.charCodeAt(p);
   while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
     p += 1;
     c = text.charCodeAt(p);
   }
-  return c === COLON;
+  return p;
 }
 
 function revive(value: unknown): unknown {

@@ -1,13 +1,18 @@
 import { checkPageFaults, NO_PAGE_FAULTS, type PageFaults } from './page-faults.js';
 import type { Random } from './random.js';
 
-export const CORRUPTION_KINDS = [
+/** Corruptions of a page around its records. */
+export const ENVELOPE_KINDS = [
   'data-not-array',
   'too-many-records',
   'missing-response-metadata',
   'next-page-not-string',
   'truncated-json',
   'html-200',
+] as const;
+
+export const CORRUPTION_KINDS = [
+  ...ENVELOPE_KINDS,
   'record-without-id',
   'non-integer-id',
   'duplicate-id',
@@ -18,7 +23,7 @@ export const CORRUPTION_KINDS = [
 ] as const;
 
 /**
- * How a corrupted page of GET /reports/posts/{id} (status DONE) is malformed: the page itself (the first six),
+ * How a corrupted page of GET /reports/posts/{id} (status DONE) is malformed: the page itself (ENVELOPE_KINDS),
  * or records of an otherwise well-formed page (the rest; page-body.ts corruptPageBody says how for each).
  */
 export type CorruptionKind = (typeof CORRUPTION_KINDS)[number];

@@ -1,4 +1,4 @@
-import type { CorruptionKind } from './faults.js';
+import { type CorruptionKind, ENVELOPE_KINDS } from './faults.js';
 
 export interface Page {
   readonly id: string;
@@ -97,15 +97,6 @@ function withFirstRecord(page: Page, idKeyJson: string, change: (record: string)
   const [first = `{${idKeyJson}:1}`, ...rest] = page.records;
   return pageBody({ ...page, records: [change(first), ...rest] });
 }
-
-const ENVELOPE_KINDS = [
-  'data-not-array',
-  'too-many-records',
-  'missing-response-metadata',
-  'next-page-not-string',
-  'truncated-json',
-  'html-200',
-] as const satisfies readonly CorruptionKind[];
 
 /** A corruption of the page around its records. */
 type EnvelopeKind = (typeof ENVELOPE_KINDS)[number];
