@@ -3,8 +3,8 @@
  * its schema (field_columns).
  */
 import pg from 'pg';
-import { ALL_FIELDS, type FieldSelection, fieldFilter } from '../model/field-selection.js';
-import { sqlState, UNDEFINED_COLUMN, UNDEFINED_TABLE } from './pg-error-codes.js';
+import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
+import { sqlState, UNDEFINED_TABLE } from './pg-error-codes.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -17,13 +17,12 @@ export interface StoredFields {
   readonly reported: readonly string[];
 }
 
-/** Reads the stored selection and the fields the API has sent; `hasTarget`: sync_state holds the target. */
+/** The fields the API has sent to this schema, with the selection of its stored target (null: none yet). */
 export async function readStoredFields(
   db: Queryable,
   schema: string,
-  hasTarget: boolean,
+  selection: FieldSelection | null,
 ): Promise<StoredFields> {
-  const selection = hasTarget ? await readSelection(db, schema) : null;
   let reported: string[] = [];
   try {
     const { rows } = await db.query<{ field: string }>(
@@ -34,19 +33,6 @@ export async function readStoredFields(
     if (sqlState(error) !== UNDEFINED_TABLE) throw error;
   }
   return { selection, reported };
-}
-
-/** The selection recorded with the target: every field for a schema loaded before selections existed. */
-export async function readSelection(db: Queryable, schema: string): Promise<FieldSelection> {
-  try {
-    const { rows } = await db.query<{ selection: FieldSelection | null }>(
-      `SELECT field_selection AS selection FROM ${qualified(schema, 'sync_state')}`,
-    );
-    return rows[0]?.selection ?? ALL_FIELDS;
-  } catch (error) {
-    if (sqlState(error) === UNDEFINED_COLUMN || sqlState(error) === UNDEFINED_TABLE) return ALL_FIELDS;
-    throw error;
-  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { ALL_FIELDS, type FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 import type { LoadedWindow, Window } from '../model/window.js';
 import { qualified } from './table-names.js';
@@ -24,6 +25,8 @@ export interface SyncState {
   readonly postIdField: string;
   readonly filters: Filters;
   readonly cursorDate: string | null;
+  /** The fields the schema was loaded with: every field for a schema from before selections (migration 004). */
+  readonly fieldSelection: FieldSelection;
 }
 
 export interface WindowState extends Window {
@@ -41,12 +44,27 @@ export interface WindowState extends Window {
   readonly updatedAt: Date;
 }
 
+/** sync_state's row as to_jsonb writes it (a date column as YYYY-MM-DD). */
+interface StoredSyncState {
+  readonly post_id_field: string;
+  readonly filters: Filters;
+  readonly cursor_date: string | null;
+  readonly field_selection?: FieldSelection | null;
+}
+
 export async function readTarget(db: Queryable, schema: string): Promise<SyncState | null> {
-  const { rows } = await db.query<{ post_id_field: string; filters: Filters; cursor_date: string | null }>(
-    `SELECT post_id_field, filters, to_char(cursor_date, 'YYYY-MM-DD') AS cursor_date FROM ${qualified(schema, 'sync_state')}`,
+  // The whole row in one read, as JSON: a schema not yet migrated to 004 has no field_selection column.
+  const { rows } = await db.query<{ state: StoredSyncState }>(
+    `SELECT to_jsonb(s) AS state FROM ${qualified(schema, 'sync_state')} AS s`,
   );
-  const row = rows[0];
-  return row ? { postIdField: row.post_id_field, filters: row.filters, cursorDate: row.cursor_date } : null;
+  const state = rows[0]?.state;
+  if (state === undefined) return null;
+  return {
+    postIdField: state.post_id_field,
+    filters: state.filters,
+    cursorDate: state.cursor_date,
+    fieldSelection: state.field_selection ?? ALL_FIELDS,
+  };
 }
 
 export async function writeTarget(

@@ -50,7 +50,7 @@ export async function prepareRun(
   checkTarget(stored?.target ?? null, config, filters, request.reset);
   const fields = checkFieldSelection(
     config,
-    await readStoredFields(pool, schema, stored !== null),
+    await readStoredFields(pool, schema, stored?.target.fieldSelection ?? null),
     request.reset,
   );
   await migrate(pool, { schema, postIdField: config.api.postIdField }, logger, signal);

@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import { type RunLockHolder, runLockHolder } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
-import { readSelection } from '../load/stored-fields.js';
 import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
 import type { FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
@@ -70,7 +69,7 @@ export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<Sch
   try {
     target = await readTarget(db, schema);
     windows = await listWindows(db, schema);
-    if (target !== null) fields = await readSelection(db, schema);
+    fields = target?.fieldSelection ?? null;
   } catch (error) {
     if (sqlState(error) !== UNDEFINED_TABLE) throw error;
   }

@@ -48,6 +48,7 @@ describe('resetTarget (--reset)', () => {
       postIdField: target.postIdField,
       filters: { brands: ['z'] },
       cursorDate: null,
+      fieldSelection: { mode: 'all' },
     });
     // A 14-day window over both old weeks: nothing old is left to half-cover.
     expect(await load(loader, { start: '2026-01-05', end: '2026-01-18' }, 'c', [[post(3, {})]])).toBe(1);
