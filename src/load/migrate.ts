@@ -70,39 +70,7 @@ export async function migrate(
       `CREATE TABLE IF NOT EXISTS ${migrations} (
          name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
-    const done = new Map<string, string>();
-    const rows = await client.query<{ name: string; checksum: string }>(
-      `SELECT name, checksum FROM ${migrations}`,
-    );
-    for (const row of rows.rows) done.set(row.name, row.checksum);
-    const applied: string[] = [];
-    for (const file of files) {
-      const checksum = done.get(file.name);
-      if (checksum !== undefined) {
-        if (checksum !== file.checksum) {
-          throw new StoreError(
-            'SCHEMA_MISMATCH',
-            `migration ${file.name} was edited after it was applied to schema ${target.schema}; add a new migration instead`,
-          );
-        }
-        continue;
-      }
-      signal?.throwIfAborted();
-      await client.query('BEGIN');
-      try {
-        await client.query(render(file.sql, target));
-        await client.query(`INSERT INTO ${migrations} (name, checksum) VALUES ($1, $2)`, [
-          file.name,
-          file.checksum,
-        ]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw asStoreError(`migration ${file.name}`, error);
-      }
-      applied.push(file.name);
-      logger.info({ migration: file.name, schema: target.schema }, 'migration applied');
-    }
+    const applied = await applyPending(client, files, target, logger, signal);
     await checkPostIdColumn(client, target);
     return { applied };
   } catch (error) {
@@ -118,6 +86,51 @@ export async function migrate(
     // A connection that failed mid-way is destroyed, which also frees its session advisory lock.
     client.release(broken);
   }
+}
+
+/** Applies, each in its own transaction, the migrations not yet recorded; refuses an applied one that was edited. */
+async function applyPending(
+  client: pg.PoolClient,
+  files: readonly MigrationFile[],
+  target: Target,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<string[]> {
+  const migrations = qualified(target.schema, 'schema_migrations');
+  const done = new Map<string, string>();
+  const rows = await client.query<{ name: string; checksum: string }>(
+    `SELECT name, checksum FROM ${migrations}`,
+  );
+  for (const row of rows.rows) done.set(row.name, row.checksum);
+  const applied: string[] = [];
+  for (const file of files) {
+    const checksum = done.get(file.name);
+    if (checksum !== undefined) {
+      if (checksum !== file.checksum) {
+        throw new StoreError(
+          'SCHEMA_MISMATCH',
+          `migration ${file.name} was edited after it was applied to schema ${target.schema}; add a new migration instead`,
+        );
+      }
+      continue;
+    }
+    signal?.throwIfAborted();
+    await client.query('BEGIN');
+    try {
+      await client.query(render(file.sql, target));
+      await client.query(`INSERT INTO ${migrations} (name, checksum) VALUES ($1, $2)`, [
+        file.name,
+        file.checksum,
+      ]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw asStoreError(`migration ${file.name}`, error);
+    }
+    applied.push(file.name);
+    logger.info({ migration: file.name, schema: target.schema }, 'migration applied');
+  }
+  return applied;
 }
 
 /** Replaces the identifier placeholders with quoted identifiers. */
