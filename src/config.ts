@@ -4,6 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { ConfigError } from './errors.js';
 import { isIsoDate } from './model/dates.js';
 import { ALL_FIELDS, type FieldSelection } from './model/field-selection.js';
+import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './model/partition-period.js';
 import {
   FILTER_KINDS,
   FILTER_NAMES,
@@ -35,6 +36,8 @@ export interface ApiConfig {
 export interface DbConfig {
   readonly url: Secret;
   readonly schema: string;
+  /** The period of the partitions created for new dates (those loaded keep theirs). */
+  readonly partitionPeriod: PartitionPeriod;
   readonly statementTimeoutMs: number;
   readonly lockWaitMs: number;
   /** Opening a connection, or waiting for a free one in the pool; 0: no limit. Absent: 0. */
@@ -158,6 +161,12 @@ export const SETTINGS = {
     flag: '--schema',
     default: 'post_reports',
     description: 'Schema holding all tables',
+  },
+  partitionPeriod: {
+    env: 'POST_REPORTS_PARTITION_PERIOD',
+    flag: '--partition-period',
+    default: 'year',
+    description: 'Partitions of posts for a new schema or new dates: year, month or none (one for all dates)',
   },
   statementTimeoutMs: {
     env: 'POST_REPORTS_STATEMENT_TIMEOUT_MS',
@@ -336,6 +345,13 @@ function identifier(name: SettingName, env: RawSettings, flags: Flags, problems:
   return text;
 }
 
+function partitionPeriod(env: RawSettings, flags: Flags, problems: Problems): PartitionPeriod {
+  const text = raw('partitionPeriod', env, flags) ?? '';
+  if (isPartitionPeriod(text)) return text;
+  problems.add(`${where('partitionPeriod')} must be one of ${PARTITION_PERIODS.join(', ')}, got ${JSON.stringify(text)}`);
+  return 'year';
+}
+
 function list(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const values = text
@@ -511,6 +527,7 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
   return {
     url: new Secret(url ?? ''),
     schema: identifier('schema', env, flags, problems),
+    partitionPeriod: partitionPeriod(env, flags, problems),
     statementTimeoutMs: integer('statementTimeoutMs', env, flags, problems, 0, 86_400_000),
     lockWaitMs: integer('lockWaitMs', env, flags, problems, 0, 86_400_000),
     lockTimeoutMs: integer('lockTimeoutMs', env, flags, problems, 0, 86_400_000),

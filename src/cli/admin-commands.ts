@@ -29,7 +29,11 @@ export function migrateCommand(io: Io, flags: Flags): Promise<number> {
       });
       const { applied } = await migrate(
         pool,
-        { schema: config.db.schema, postIdField: config.api.postIdField },
+        {
+          schema: config.db.schema,
+          postIdField: config.api.postIdField,
+          partitionPeriod: config.db.partitionPeriod,
+        },
         logger,
         signal,
       );

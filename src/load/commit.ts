@@ -1,19 +1,23 @@
 /*
- * Committing windows: each completely staged window gets its primary keys, then in one transaction the partitions
- * of the windows loaded before for those dates are dropped and the stages attached in their place. Readers see the
- * old windows or the new ones, never a mix; a killed connection leaves the old contents.
+ * Committing windows: in one transaction, the rows loaded before for those dates are deleted and each completely
+ * staged window's rows are inserted, into the partition of their period. MVCC shows readers the old windows or
+ * the new ones, never a mix, and takes no lock that holds them; a killed connection leaves the old contents.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { StoreError } from '../errors.js';
 import { byStart, sameWindow, type Window, windowLabel } from '../model/window.js';
 import { asStoreError, withTransaction } from './database.js';
 import type { LoadContext } from './load-context.js';
-import { ddlLockKey, lockForTransaction, swapLockKey } from './locks.js';
-import { LOCK_NOT_AVAILABLE, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
+import { ddlLockKey, lockForTransaction, commitLockKey } from './locks.js';
+import {
+  DEFAULT_ORG,
+  ensurePartitions,
+  noPartitionError,
+  PARTITIONED_TABLES,
+} from './period-partitions.js';
+import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
-import { alignColumns, checkWindow, columnsOf, lockProgress, type ProgressRow } from './stage-progress.js';
-import { partitionName, qualified } from './table-names.js';
+import { checkWindow, columnsOf, lockProgress, type ProgressRow } from './stage-progress.js';
 import { forgetWindows, markLoaded } from './window-state.js';
 
 export interface CommitOptions {
@@ -23,15 +27,6 @@ export interface CommitOptions {
 
 const POSTS = 'posts';
 const SEGMENTS = 'post_custom_segments';
-// About a minute of tries in all (the backoff reaches 0.5 s).
-const REPLACE_LOCK_ATTEMPTS = 150;
-
-/** A window ready to attach: its stage and its post count once sealed. */
-interface SealedWindow {
-  readonly window: Window;
-  readonly stage: ProgressRow;
-  readonly rows: number;
-}
 
 /** See Loader.commitWindows. */
 export async function commitWindows(
@@ -46,22 +41,25 @@ export async function commitWindows(
     signal?.throwIfAborted();
     const rows = await withTransaction(context.pool, signal, async (client) => {
       const stages = await completeStages(client, context.target.schema, sorted);
-      // The keys are built before the swap's locks: each stage is this transaction's alone.
-      const sealed: SealedWindow[] = [];
+      const replaced = await replaceOld(client, context, sorted);
+      let total = 0;
       for (const [i, stage] of stages.entries()) {
         signal?.throwIfAborted();
-        sealed.push({ window: sorted[i]!, stage, rows: await sealStage(client, context, stage) });
+        const window = sorted[i]!;
+        const rows = await insertWindow(client, context, window, stage);
+        total += rows;
+        await markLoaded(client, context.target.schema, window, {
+          reportId: stage.report_id,
+          pages: stage.pages_staged,
+          rows,
+          today: options.today ?? null,
+        });
       }
-      const replaced = await replaceOld(client, context, sorted, signal);
-      const total = await attachAll(client, context, sealed, options, signal);
       await forgetWindows(
         client,
         context.target.schema,
         replaced.filter((old) => !sorted.some((w) => sameWindow(w, old))),
       );
-      for (const window of sorted) {
-        await client.query(queries.deleteProgress(context.target.schema), [window.start, window.end]);
-      }
       return total;
     });
     return { rows };
@@ -105,25 +103,18 @@ async function completeStages(
 }
 
 /**
- * Takes the swap's locks and drops the partitions of every loaded window the new ones overlap; each must be
- * entirely covered by them, so that a date is never lost. Returns the windows dropped.
+ * Takes the commit's locks and deletes the rows of every loaded window the new ones overlap (the new windows'
+ * own earlier loads included); each must be entirely covered by them, so that a date is never lost. Returns the
+ * windows deleted.
  */
-async function replaceOld(
-  client: pg.PoolClient,
-  context: LoadContext,
-  sorted: readonly Window[],
-  signal?: AbortSignal,
-): Promise<Window[]> {
+async function replaceOld(client: pg.PoolClient, context: LoadContext, sorted: readonly Window[]): Promise<Window[]> {
   const { schema } = context.target;
-  await lockForTransaction(client, swapLockKey(schema));
-  // No column may be added to posts between the check of the stages' columns and their attachment.
+  await lockForTransaction(client, commitLockKey(schema));
+  // No column may be added to or retyped in posts between reading its columns and inserting the stages.
   await lockForTransaction(client, ddlLockKey(schema));
-  const starts = sorted.map((w) => w.start);
-  const ends = sorted.map((w) => w.end);
   const replaced = await client.query<{ start: string; end: string; covered: boolean }>(
     queries.replacedWindows(schema),
-    // Sorted and disjoint: the last window ends last.
-    [starts, ends, starts[0], ends[ends.length - 1], qualified(schema, POSTS)],
+    [sorted.map((w) => w.start), sorted.map((w) => w.end)],
   );
   const uncovered = replaced.rows.filter((r) => !r.covered);
   if (uncovered.length > 0) {
@@ -132,127 +123,75 @@ async function replaceOld(
       `loaded window ${uncovered.map(windowLabel).join(', ')} is only partly covered by ${sorted.map(windowLabel).join(', ')}: commit windows that cover it entirely`,
     );
   }
-  if (replaced.rows.length > 0) await lockForReplace(client, schema, signal);
-  for (const old of replaced.rows) {
-    await client.query(queries.dropTable(schema, partitionName(SEGMENTS, old.start, old.end)));
-    await client.query(queries.dropTable(schema, partitionName(POSTS, old.start, old.end)));
+  const starts = [...new Set([...replaced.rows.map((r) => r.start), ...sorted.map((w) => w.start)])];
+  for (const table of [SEGMENTS, POSTS]) {
+    await client.query(queries.deleteWindowRows(schema, table), [DEFAULT_ORG, starts]);
   }
   return replaced.rows.map(({ start, end }) => ({ start, end }));
 }
 
-async function attachAll(
+/**
+ * Inserts a window's stage into posts and post_custom_segments and drops the stage; returns its post count. A
+ * post id repeated within the report fails the key: then the earlier occurrences and their segments are deleted
+ * from the stage first.
+ */
+async function insertWindow(
   client: pg.PoolClient,
   context: LoadContext,
-  sealed: readonly SealedWindow[],
-  options: CommitOptions,
-  signal?: AbortSignal,
+  window: Window,
+  stage: ProgressRow,
 ): Promise<number> {
-  const { schema } = context.target;
-  const postsColumns = await columnsOf(client, schema, POSTS);
-  let total = 0;
-  for (const { window, stage, rows } of sealed) {
-    signal?.throwIfAborted();
-    await fitToPosts(client, schema, stage.stage_posts, postsColumns);
-    await attach(client, schema, POSTS, stage.stage_posts, window);
-    await attach(client, schema, SEGMENTS, stage.stage_segments, window);
-    total += rows;
-    await markLoaded(client, schema, window, {
-      reportId: stage.report_id,
-      pages: stage.pages_staged,
-      rows,
-      today: options.today ?? null,
-    });
-  }
-  return total;
-}
-
-/**
- * Gives a completely staged window its primary keys and drops `_seq`; returns its post count. A post id
- * repeated within the report fails the key: then the earlier occurrences and their segments are deleted first.
- */
-async function sealStage(client: pg.PoolClient, context: LoadContext, row: ProgressRow): Promise<number> {
-  const { schema, postIdField } = context.target;
-  let rows = Number(row.rows_staged);
-  await client.query(queries.savepoint('seal'));
+  const { schema, postIdField, partitionPeriod = 'year' } = context.target;
+  await ensurePartitions(client, schema, partitionPeriod, window.start);
+  const posts = await insertColumns(client, schema, stage.stage_posts, POSTS);
+  const segments = await insertColumns(client, schema, stage.stage_segments, SEGMENTS);
+  let inserted: pg.QueryResult;
+  await client.query(queries.savepoint('insert'));
   try {
-    await client.query(queries.addPrimaryKey(schema, row.stage_posts, [postIdField, '_window_start']));
+    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
   } catch (error) {
+    if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
     if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
-    await client.query(queries.rollbackToSavepoint('seal'));
+    await client.query(queries.rollbackToSavepoint('insert'));
     const deleted = await client.query(
-      queries.deleteEarlierOccurrences(schema, row.stage_posts, postIdField),
+      queries.deleteEarlierOccurrences(schema, stage.stage_posts, postIdField),
     );
     await client.query(
-      queries.deleteOrphanSegments(schema, row.stage_segments, row.stage_posts, postIdField),
+      queries.deleteOrphanSegments(schema, stage.stage_segments, stage.stage_posts, postIdField),
     );
-    rows -= deleted.rowCount ?? 0;
     context.logger.warn(
-      { stage: row.stage_posts, occurrences: deleted.rowCount },
+      { window: windowLabel(window), occurrences: deleted.rowCount },
       'post ids repeated within the report: the last occurrence of each is kept',
     );
-    await client.query(queries.addPrimaryKey(schema, row.stage_posts, [postIdField, '_window_start']));
+    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
   }
-  await client.query(queries.releaseSavepoint('seal'));
-  await client.query(
-    queries.addPrimaryKey(schema, row.stage_segments, [postIdField, '_window_start', 'name', 'value']),
-  );
-  await client.query(queries.dropColumn(schema, row.stage_posts, '_seq'));
-  await client.query(queries.dropColumn(schema, row.stage_segments, '_seq'));
-  return rows;
+  await client.query(queries.releaseSavepoint('insert'));
+  await client.query(queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments));
+  await client.query(queries.dropTable(schema, stage.stage_posts));
+  await client.query(queries.dropTable(schema, stage.stage_segments));
+  await client.query(queries.deleteProgress(schema), [window.start, window.end]);
+  return inserted.rowCount ?? 0;
 }
 
 /**
- * Dropping a loaded window's partitions needs both parents to itself. Waiting for the second while holding
- * the first could deadlock with a reader that takes them the other way round, so the second is only tried
- * (NOWAIT); when it is busy the first is let go and the wait starts again.
+ * The stage's columns, each with the type it has in the table (the stage's `_seq` aside). A column the table
+ * lacks means posts lost it after the page was staged: the window cannot go in.
  */
-async function lockForReplace(client: pg.PoolClient, schema: string, signal?: AbortSignal): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    signal?.throwIfAborted();
-    await client.query(queries.savepoint('replace_lock'));
-    // Bounded by lock_timeout: a reader that never lets go fails the window, it does not hang it.
-    await client.query(queries.lockExclusive(schema, POSTS, false));
-    try {
-      await client.query(queries.lockExclusive(schema, SEGMENTS, true));
-      await client.query(queries.releaseSavepoint('replace_lock'));
-      return;
-    } catch (error) {
-      if (sqlState(error) !== LOCK_NOT_AVAILABLE || attempt >= REPLACE_LOCK_ATTEMPTS) throw error;
-      await client.query(queries.rollbackToSavepoint('replace_lock'));
-      await sleep(Math.min(10 * attempt, 500), undefined, signal ? { signal } : {});
-    }
-  }
-}
-
-// A partition has exactly its parent's columns and types: add the ones no page of this window needed, and
-// retype those posts changed since (bigint widened to numeric, a hand-set type staged as text).
-async function fitToPosts(
+async function insertColumns(
   client: pg.PoolClient,
   schema: string,
   stage: string,
-  posts: ReadonlyMap<string, string>,
-): Promise<void> {
-  const have = await columnsOf(client, schema, stage);
-  for (const name of have.keys()) {
-    if (!posts.has(name)) {
-      throw new StoreError(
-        'SCHEMA_MISMATCH',
-        `column ${JSON.stringify(name)} of the stage is missing from posts`,
-      );
+  table: (typeof PARTITIONED_TABLES)[number],
+): Promise<[string, string][]> {
+  const target = await columnsOf(client, schema, table);
+  const columns: [string, string][] = [];
+  for (const name of (await columnsOf(client, schema, stage)).keys()) {
+    if (name === '_seq') continue;
+    const type = target.get(name);
+    if (type === undefined) {
+      throw new StoreError('SCHEMA_MISMATCH', `column ${JSON.stringify(name)} of the stage is missing from ${table}`);
     }
+    columns.push([name, type]);
   }
-  await alignColumns(client, schema, stage, have, posts);
-}
-
-async function attach(
-  client: pg.PoolClient,
-  schema: string,
-  parent: string,
-  stage: string,
-  window: Window,
-): Promise<void> {
-  const name = partitionName(parent, window.start, window.end);
-  await client.query(queries.attachPartition(schema, parent, stage, window.start));
-  await client.query(queries.renameTable(schema, stage, name));
-  await client.query(queries.renameIndex(schema, `${stage}_pkey`, `${name}_pkey`));
+  return columns;
 }

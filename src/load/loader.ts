@@ -1,7 +1,7 @@
 /*
  * Window-atomic loads. Each window is staged page by page into two tables of its own (staging.ts), then whole
- * windows are swapped into posts and post_custom_segments in one transaction (commit.ts). Every row is written
- * once; readers see the old window or the new one, never a mix; a killed connection leaves the old contents.
+ * windows replace what was loaded for their dates in posts and post_custom_segments, in one transaction
+ * (commit.ts): readers see the old window or the new one, never a mix; a killed connection leaves the old contents.
  *
  * Value rules (see field-types.ts, schema-evolution.ts, copy-encoding.ts): new fields get typed nullable
  * columns, bigint widens to numeric, a value a column cannot take fails the window with
@@ -25,7 +25,7 @@ import {
   writePage,
 } from './staging.js';
 
-/** Stages report pages per window and swaps whole windows into posts and post_custom_segments. */
+/** Stages report pages per window and replaces whole windows in posts and post_custom_segments. */
 export class Loader {
   readonly #context: LoadContext;
 
@@ -69,8 +69,8 @@ export class Loader {
 
   /**
    * Atomically replaces, in one transaction, everything loaded before for the dates these windows cover with
-   * what is staged for them: drops the partitions of the old windows and attaches each stage as its window's
-   * partition; marks their report_windows rows 'loaded' with row_count, loaded_through (see CommitOptions) and
+   * what is staged for them: deletes the rows of the old windows and inserts each stage's into the partition of
+   * its period (made when missing); marks their report_windows rows 'loaded' with row_count, loaded_through (see CommitOptions) and
    * finished_at and deletes the report_windows rows of the old windows they replaced. Each window must be
    * completely staged (its last staged page had no next page; an empty report is one empty page). Throws
    * StoreError('SCHEMA_MISMATCH') if an old loaded window overlapping them is not entirely covered by the union of

@@ -1,6 +1,6 @@
 /*
  * Every advisory lock of the connector: its keys and the one hash that turns a key into a lock number. Transaction
- * locks serialize short critical sections (DDL on posts, the swap, a window's stage); session locks hold a schema
+ * locks serialize short critical sections (DDL on posts, the window commits, a window's stage); session locks hold a schema
  * for a migration or for a whole run.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,9 +18,9 @@ export function ddlLockKey(schema: string): string {
   return `${PREFIX}:ddl:${schema}`;
 }
 
-/** Serializes the swaps of one schema. */
-export function swapLockKey(schema: string): string {
-  return `${PREFIX}:swap:${schema}`;
+/** Serializes the window commits of one schema. */
+export function commitLockKey(schema: string): string {
+  return `${PREFIX}:commit:${schema}`;
 }
 
 /** Serializes the opening of one window's stage. */

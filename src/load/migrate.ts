@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { EtlError, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { PartitionPeriod } from '../model/partition-period.js';
 import { asStoreError } from './database.js';
 import { lockForSession, migrateLockKey, unlockSession } from './locks.js';
 import { qualified } from './table-names.js';
@@ -24,6 +25,8 @@ export interface Target {
   schema: string;
   /** The post id field of the API, which is also the name of the post id column. */
   postIdField: string;
+  /** The period of the partitions of posts made for new dates (default: year). */
+  partitionPeriod?: PartitionPeriod;
 }
 
 export interface MigrateOptions {
@@ -133,11 +136,12 @@ async function applyPending(
   return applied;
 }
 
-/** Replaces the identifier placeholders with quoted identifiers. */
+/** Replaces the identifier placeholders with quoted identifiers, and the partition period with a literal. */
 export function render(sql: string, target: Target): string {
   return sql
     .replaceAll('{{schema}}', pg.escapeIdentifier(target.schema))
-    .replaceAll('{{post_id}}', pg.escapeIdentifier(target.postIdField));
+    .replaceAll('{{post_id}}', pg.escapeIdentifier(target.postIdField))
+    .replaceAll('{{partition_period}}', pg.escapeLiteral(target.partitionPeriod ?? 'year'));
 }
 
 async function readMigrations(dir: string): Promise<MigrationFile[]> {

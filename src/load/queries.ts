@@ -64,25 +64,25 @@ export interface StageOf {
 }
 
 /**
- * A window's posts stage: the layout of a posts partition plus `_seq`, the occurrence order within the report,
- * dropped when the stage is attached.
+ * A window's posts stage: the connector's columns of posts plus `_seq`, the occurrence order within the report.
+ * UNLOGGED: its rows are written once more, with WAL, by the commit; a server crash empties the stage together with
+ * its progress (stage_progress is UNLOGGED too), so a resume never trusts pages the crash lost.
  */
 export function createStagePosts(schema: string, table: string, of: StageOf): string {
-  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)},
+  return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)},
             _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
             _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
             _loaded_at timestamptz NOT NULL DEFAULT now())`;
 }
 
 export function createStageSegments(schema: string, table: string, of: StageOf): string {
-  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL)`;
+  return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL)`;
 }
 
-// The columns both stages begin with. The CHECK lets ATTACH PARTITION skip its validating scan.
+// The columns both stages begin with.
 function stageKey(of: StageOf): string {
-  const start = pg.escapeLiteral(of.start);
   return `_seq bigint NOT NULL, ${pg.escapeIdentifier(of.postId)} bigint NOT NULL,
-            _window_start date NOT NULL DEFAULT ${start} CHECK (_window_start = ${start})`;
+            _window_start date NOT NULL DEFAULT ${pg.escapeLiteral(of.start)}`;
 }
 
 /** $1, $2 the qualified stage tables: their names, or null for a table that does not exist. */
@@ -140,47 +140,65 @@ export function deleteProgress(schema: string): string {
   return `DELETE FROM ${qualified(schema, 'stage_progress')} WHERE window_start = $1 AND window_end = $2`;
 }
 
-// ---- swap --------------------------------------------------------------------------------------------------
+// ---- commit ------------------------------------------------------------------------------------------------
 
 /**
- * $1 new starts, $2 new ends, $3 min start, $4 max end, $5 the qualified posts table. Every window loaded before
- * whose dates overlap the new windows (from report_windows and from the partitions of posts, named
- * posts_<start>_<end>), and whether the new windows cover it entirely.
+ * $1 new starts, $2 new ends: every loaded window (report_windows, written in the same transaction as its rows)
+ * whose dates overlap the new windows, and whether the new windows cover it entirely.
  */
 export function replacedWindows(schema: string): string {
   return `WITH new AS (
             SELECT range_agg(daterange(s, e, '[]')) AS u FROM unnest($1::date[], $2::date[]) AS t(s, e)
-          ), parts AS (
-            SELECT to_date(m[1], 'YYYYMMDD') AS s, to_date(m[2], 'YYYYMMDD') AS e
-              FROM pg_inherits i
-              JOIN pg_class c ON c.oid = i.inhrelid
-             CROSS JOIN LATERAL regexp_match(c.relname, '^posts_([0-9]{8})_([0-9]{8})$') AS m
-             WHERE i.inhparent = to_regclass($5) AND m IS NOT NULL
-          ), old AS (
-            SELECT w.window_start AS s, w.window_end AS e
-              FROM ${qualified(schema, 'report_windows')} w, new
-             WHERE w.row_count IS NOT NULL AND daterange(w.window_start, w.window_end, '[]') && new.u
-            UNION
-            SELECT p.s, p.e FROM parts p, new
-             WHERE p.s <= $4 AND p.e >= $3 AND daterange(p.s, p.e, '[]') && new.u
           )
-          SELECT old.s::text AS start, old.e::text AS "end", daterange(old.s, old.e, '[]') <@ new.u AS covered
-            FROM old, new ORDER BY old.s`;
+          SELECT w.window_start::text AS start, w.window_end::text AS "end",
+                 daterange(w.window_start, w.window_end, '[]') <@ new.u AS covered
+            FROM ${qualified(schema, 'report_windows')} w, new
+           WHERE w.row_count IS NOT NULL AND daterange(w.window_start, w.window_end, '[]') && new.u
+           ORDER BY w.window_start`;
+}
+
+/** $1 the organization, $2 window starts: the rows of those windows (a window's start names it). */
+export function deleteWindowRows(schema: string, table: string): string {
+  return `DELETE FROM ${qualified(schema, table)} WHERE _org = $1 AND _window_start = ANY($2::date[])`;
+}
+
+/**
+ * A stage's rows into their table, column by name, each cast to the table's type (a column widened since the
+ * page was staged, or a hand-set type staged as text). `columns`: name and the table's SQL type (from the catalog).
+ */
+export function insertFromStage(
+  schema: string,
+  table: string,
+  stage: string,
+  columns: readonly (readonly [string, string])[],
+): string {
+  const names = columns.map(([name]) => pg.escapeIdentifier(name)).join(', ');
+  const values = columns.map(([name, type]) => `${pg.escapeIdentifier(name)}::${type}`).join(', ');
+  return `INSERT INTO ${qualified(schema, table)} (${names}) SELECT ${values} FROM ${qualified(schema, stage)}`;
 }
 
 /** Waits (up to the session's lock_timeout) for readers of the table to finish. */
-export function lockExclusive(schema: string, table: string, noWait: boolean): string {
-  return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE${noWait ? ' NOWAIT' : ''}`;
+export function lockExclusive(schema: string, table: string): string {
+  return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE`;
 }
 
-/** Building the key after the COPY is cheaper than maintaining it row by row. Named `<table>_pkey`. */
+/** Building the key after the rows are in is cheaper than maintaining it row by row. Named `<table>_pkey`. */
 export function addPrimaryKey(schema: string, table: string, columns: readonly string[]): string {
   return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_pkey`)} PRIMARY KEY (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')})`;
 }
 
+/** The index of one column, named `<table>_<column>_idx` as PostgreSQL names a partition's copy of it. */
+export function createIndex(schema: string, table: string, column: string): string {
+  return `CREATE INDEX ${pg.escapeIdentifier(indexName(table, column))} ON ${qualified(schema, table)} (${pg.escapeIdentifier(column)})`;
+}
+
+export function indexName(table: string, column: string): string {
+  return `${table}_${column}_idx`;
+}
+
 /**
- * Only when the key could not be built: the last occurrence of a post id in the report wins (no later _seq for
- * its id), since the API should not repeat a post, and if it does the later page is the fresher one.
+ * Only when the stage's posts do not fit the key: the last occurrence of a post id in the report wins (no later
+ * _seq for its id), since the API should not repeat a post, and if it does the later page is the fresher one.
  */
 export function deleteEarlierOccurrences(schema: string, stage: string, postId: string): string {
   return `DELETE FROM ${qualified(schema, stage)} s
@@ -200,21 +218,30 @@ export function deleteOrphanSegments(
                               WHERE p.${pg.escapeIdentifier(postId)} = g.${pg.escapeIdentifier(postId)} AND p._seq = g._seq)`;
 }
 
-export function dropColumn(schema: string, table: string, column: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} DROP COLUMN ${pg.escapeIdentifier(column)}`;
-}
-
-/** $1 the window's start date. */
-export function attachPartition(schema: string, parent: string, table: string, start: string): string {
-  return `ALTER TABLE ${qualified(schema, parent)} ATTACH PARTITION ${qualified(schema, table)} FOR VALUES IN (${pg.escapeLiteral(start)})`;
-}
-
 export function renameTable(schema: string, table: string, to: string): string {
   return `ALTER TABLE ${qualified(schema, table)} RENAME TO ${pg.escapeIdentifier(to)}`;
 }
 
 export function renameIndex(schema: string, index: string, to: string): string {
   return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${pg.escapeIdentifier(to)}`;
+}
+
+/** $1 the qualified table: whether it exists. */
+export const tableExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
+
+/** Attaches a period partition for one organization; null bounds are MINVALUE / MAXVALUE. */
+export function attachRange(
+  schema: string,
+  parent: string,
+  table: string,
+  org: string,
+  from: string | null,
+  to: string | null,
+): string {
+  const bound = (date: string | null, unbounded: string) =>
+    `(${pg.escapeLiteral(org)}, ${date === null ? unbounded : pg.escapeLiteral(date)})`;
+  return `ALTER TABLE ${qualified(schema, parent)} ATTACH PARTITION ${qualified(schema, table)}
+            FOR VALUES FROM ${bound(from, 'MINVALUE')} TO ${bound(to, 'MAXVALUE')}`;
 }
 
 /**
@@ -225,9 +252,13 @@ export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';
 
 // ---- column retype ----------------------------------------------------------------------------------------
 
-/** $1 the qualified partitioned table: its partitions' names. */
-export const partitionsOf = `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-  WHERE i.inhparent = to_regclass($1) ORDER BY 1`;
+/**
+ * $1 the qualified partitioned table: its partitions, with their bounds (`FOR VALUES …`) and their partition
+ * constraint as a boolean expression, as the catalog writes them.
+ */
+export const partitionsOf = `SELECT c.relname::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound,
+    pg_get_partition_constraintdef(c.oid) AS constraint_def
+  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1) ORDER BY 1`;
 
 /** Keeps writers out of a table while readers go on. */
 export function lockShare(schema: string, table: string): string {
@@ -245,7 +276,15 @@ export function copyRows(schema: string, to: string, from: string, columns: read
   return `INSERT INTO ${qualified(schema, to)} (${list}) SELECT ${list} FROM ${qualified(schema, from)}`;
 }
 
-/** The window's partition constraint as a CHECK, so that ATTACH PARTITION skips its validating scan. */
-export function addWindowCheck(schema: string, table: string, start: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_window_check`)} CHECK (_window_start = ${pg.escapeLiteral(start)})`;
+/**
+ * The partition's own constraint as a CHECK, so that ATTACH PARTITION skips its validating scan. `constraint` is
+ * the catalog's text of it (pg_get_partition_constraintdef), never input.
+ */
+export function addPartitionCheck(schema: string, table: string, constraint: string): string {
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_partition_check`)} CHECK (${constraint})`;
+}
+
+/** Attaches a table with the bounds the catalog gave its predecessor (`FOR VALUES …`, never input). */
+export function attachWithBound(schema: string, parent: string, table: string, bound: string): string {
+  return `ALTER TABLE ${qualified(schema, parent)} ATTACH PARTITION ${qualified(schema, table)} ${bound}`;
 }

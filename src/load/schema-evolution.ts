@@ -17,6 +17,7 @@ import type { Logger } from '../logger.js';
 import type { MappedPost } from '../model/post-record.js';
 import { chooseColumnName } from './column-naming.js';
 import { retypeColumn } from './column-retype.js';
+import { partitionKeys } from './period-partitions.js';
 import { withTransaction } from './database.js';
 import type { DeclaredType } from './declared-types.js';
 import { type ColumnType, columnTypeFor, columnTypeOf, fitOf, isColumnDate, kindOf } from './field-types.js';
@@ -173,7 +174,7 @@ export async function evolvePosts(
                 table: 'posts',
                 column: info.column,
                 type: 'numeric',
-                key: [target.postIdField, '_window_start'],
+                ...partitionKeys(target.postIdField),
               },
               signal === undefined ? {} : { signal },
             );

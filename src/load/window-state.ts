@@ -89,9 +89,9 @@ export interface ResetCounts {
 }
 
 /**
- * Starts the schema over (--reset): drops every window partition and stage, forgets every window, and records
- * the target anew without a cursor. Run it inside one transaction, so that a failure leaves everything as it
- * was. The partitions are dropped, not emptied, so that a new window grid does not meet the old one.
+ * Starts the schema over (--reset): drops every partition and stage, forgets every window, and records the
+ * target anew without a cursor. Run it inside one transaction, so that a failure leaves everything as it was.
+ * The partitions are dropped, not emptied, so that the period now configured applies to every date again.
  */
 export async function resetTarget(
   db: Queryable,

@@ -4,7 +4,7 @@ import { StoreError } from '../errors.js';
 import { type Dimensions, fetchDimensions } from '../extract/dimensions.js';
 import { readServerFacts, type ServerFacts } from '../load/server-facts.js';
 
-/** range_agg and the multirange operators of the window swap (src/load/queries.ts) came with PostgreSQL 14. */
+/** range_agg and the multirange operators of the window commit (src/load/queries.ts) came with PostgreSQL 14. */
 export const MIN_SERVER_VERSION_NUM = 140000;
 const MIN_SERVER_VERSION = '14';
 
@@ -36,7 +36,7 @@ export function checkServerVersion(versionNum: number, version: string): void {
   if (versionNum >= MIN_SERVER_VERSION_NUM) return;
   throw new StoreError(
     'DB_VERSION_UNSUPPORTED',
-    `PostgreSQL ${version.split(' ')[0]} found; post-reports-etl needs PostgreSQL ${MIN_SERVER_VERSION} or later (its window swap uses multiranges)`,
+    `PostgreSQL ${version.split(' ')[0]} found; post-reports-etl needs PostgreSQL ${MIN_SERVER_VERSION} or later (its window commit uses multiranges)`,
   );
 }
 

@@ -52,7 +52,11 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       },
     );
     try {
-      const target = { schema: config.db.schema, postIdField: config.api.postIdField };
+      const target = {
+        schema: config.db.schema,
+        postIdField: config.api.postIdField,
+        partitionPeriod: config.db.partitionPeriod,
+      };
       const loader = new Loader(pool, target, logger);
       const run: ActiveRun = {
         config,

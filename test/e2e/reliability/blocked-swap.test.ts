@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
-import { lockKey, swapLockKey } from '../../../src/load/locks.js';
+import { lockKey, commitLockKey } from '../../../src/load/locks.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { type CliRun, runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -72,7 +72,7 @@ it('ends with 130 within 10 s when SIGTERM arrives while the swap waits on a tab
   // The swap is held at its start until another session holds posts, so that it then waits on the table lock
   // whatever it did before (staging must not be what waits).
   const swapHolder = await holder();
-  await swapHolder.query(lockKey, [swapLockKey(SCHEMA)]);
+  await swapHolder.query(lockKey, [commitLockKey(SCHEMA)]);
   const run = startCli([...args, '--reload'], cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
   await run.waitForOutput('"msg":"window staged"');
   await runWaitsFor('advisory');

@@ -17,11 +17,12 @@ import { captureLogger, load, post } from './load-fixtures.js';
 const db = await createTestDatabase();
 const log = captureLogger();
 
+// One window a month, in month partitions: four partitions to copy.
 const WINDOWS: Window[] = [
+  { start: '2025-10-06', end: '2025-10-12' },
+  { start: '2025-11-03', end: '2025-11-09' },
+  { start: '2025-12-01', end: '2025-12-07' },
   { start: '2026-01-05', end: '2026-01-11' },
-  { start: '2026-01-12', end: '2026-01-18' },
-  { start: '2026-01-19', end: '2026-01-25' },
-  { start: '2026-01-26', end: '2026-02-01' },
 ];
 
 function spends(window: number, count: number): MappedPost[] {
@@ -34,7 +35,7 @@ function spends(window: number, count: number): MappedPost[] {
 
 /** A schema whose `spend` column was typed bigint by whole first values, with four loaded windows. */
 async function schemaWithWholeSpends(schema: string): Promise<Loader> {
-  const target = { schema, postIdField: 'platform_post_id' };
+  const target = { schema, postIdField: 'platform_post_id', partitionPeriod: 'month' as const };
   await migrate(db.pool, target, log.logger);
   const loader = new Loader(db.pool, target, log.logger);
   for (const [i, window] of WINDOWS.entries()) await load(loader, window, `r${i}`, [spends(i, 30)]);
@@ -47,7 +48,7 @@ async function columnTypes(schema: string): Promise<Set<string>> {
   const { rows } = await db.pool.query<{ t: string }>(
     `SELECT format_type(a.atttypid, a.atttypmod) AS t
        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND (c.relname = 'posts' OR c.relname ~ '^posts_[0-9]{8}_[0-9]{8}$')
+      WHERE n.nspname = $1 AND (c.relname = 'posts' OR c.relname ~ '^posts_m[0-9]{6}$')
         AND a.attname = 'spend' AND NOT a.attisdropped`,
     [schema],
   );
@@ -77,7 +78,8 @@ const retype = (schema: string) => ({
   table: 'posts',
   column: 'spend',
   type: 'numeric',
-  key: ['platform_post_id', '_window_start'],
+  key: ['_org', '_window_start', 'platform_post_id'],
+  indexed: ['platform_post_id'],
 });
 
 /** Resolves once `pid` waits for a lock on the schema's posts table. */

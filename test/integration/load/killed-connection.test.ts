@@ -14,7 +14,7 @@ const db = await createTestDatabase();
 const log = captureLogger();
 const APP = 'loader-under-test';
 const pool = createPool(
-  { url: new Secret(db.url), schema: target.schema, statementTimeoutMs: 60_000, lockWaitMs: 1000 },
+  { url: new Secret(db.url), schema: target.schema, statementTimeoutMs: 60_000, lockWaitMs: 1000, partitionPeriod: 'year' },
   log.logger,
   { max: 3, applicationName: APP },
 );

@@ -36,7 +36,7 @@ describe('preflight: server version', () => {
     const error = thrown(() => checkServerVersion(130016, '13.16 (Ubuntu 13.16-1.pgdg22.04+1)'));
     expect(error.code).toBe('DB_VERSION_UNSUPPORTED');
     expect(error.message).toBe(
-      'PostgreSQL 13.16 found; post-reports-etl needs PostgreSQL 14 or later (its window swap uses multiranges)',
+      'PostgreSQL 13.16 found; post-reports-etl needs PostgreSQL 14 or later (its window commit uses multiranges)',
     );
     expect(thrown(() => checkServerVersion(90624, '9.6.24')).message).toContain('PostgreSQL 9.6.24 found');
   });

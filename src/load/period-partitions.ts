@@ -1,0 +1,85 @@
+/*
+ * The partitions of posts and post_custom_segments: RANGE on (_org, _window_start), one per organization and
+ * period (a year, a month, or all dates), named <table>_y2026, <table>_m202601 or <table>_all. A window's rows
+ * all carry its start date, so a window lives in exactly one partition. Partitions are made when a window first
+ * needs one; those loaded keep their period when the setting changes (a period that would overlap them is not
+ * made, and the window goes where its dates already are).
+ */
+import type pg from 'pg';
+import { StoreError } from '../errors.js';
+import type { PartitionPeriod } from '../model/partition-period.js';
+import { INVALID_OBJECT_DEFINITION, sqlState } from './pg-error-codes.js';
+import * as queries from './queries.js';
+import { qualified } from './table-names.js';
+
+type Queryable = Pick<pg.ClientBase, 'query'>;
+
+/** The organization every row belongs to until a schema holds several. */
+export const DEFAULT_ORG = 'default';
+
+export const PARTITIONED_TABLES = ['posts', 'post_custom_segments'] as const;
+
+/** The primary key of posts' partitions and the columns indexed alone (migration 005). */
+export function partitionKeys(postIdField: string): { key: string[]; indexed: string[] } {
+  return { key: ['_org', '_window_start', postIdField], indexed: [postIdField] };
+}
+
+/** A period's partition: its name's suffix and its dates ([from, to); null: unbounded). */
+export interface PeriodBounds {
+  readonly suffix: string;
+  readonly from: string | null;
+  readonly to: string | null;
+}
+
+/** The partition of `period` holding a window that starts on `start` (YYYY-MM-DD). */
+export function periodBounds(period: PartitionPeriod, start: string): PeriodBounds {
+  const year = Number(start.slice(0, 4));
+  const month = Number(start.slice(5, 7));
+  if (period === 'none') return { suffix: 'all', from: null, to: null };
+  if (period === 'year') {
+    return { suffix: `y${year}`, from: `${year}-01-01`, to: `${year + 1}-01-01` };
+  }
+  const next = month === 12 ? { y: year + 1, m: 1 } : { y: year, m: month + 1 };
+  return {
+    suffix: `m${start.slice(0, 4)}${start.slice(5, 7)}`,
+    from: `${start.slice(0, 7)}-01`,
+    to: `${String(next.y).padStart(4, '0')}-${String(next.m).padStart(2, '0')}-01`,
+  };
+}
+
+/**
+ * Makes the period's partitions of both tables for a window starting on `start`, unless they exist. Call inside
+ * the commit's transaction, which serializes commits: the partition appears with the window's rows, or not at
+ * all. Attaching (not CREATE … PARTITION OF) keeps readers of posts going: it takes no lock that blocks them.
+ */
+export async function ensurePartitions(
+  client: Queryable,
+  schema: string,
+  period: PartitionPeriod,
+  start: string,
+): Promise<void> {
+  const bounds = periodBounds(period, start);
+  for (const parent of PARTITIONED_TABLES) {
+    const name = `${parent}_${bounds.suffix}`;
+    const found = await client.query<{ exists: boolean }>(queries.tableExists, [qualified(schema, name)]);
+    if (found.rows[0]?.exists) continue;
+    await client.query(queries.savepoint('partition'));
+    try {
+      await client.query(queries.createLike(schema, name, parent));
+      await client.query(queries.attachRange(schema, parent, name, DEFAULT_ORG, bounds.from, bounds.to));
+      await client.query(queries.releaseSavepoint('partition'));
+    } catch (error) {
+      if (sqlState(error) !== INVALID_OBJECT_DEFINITION) throw error;
+      // Another period's partition holds some of these dates (the setting changed): the rows go there.
+      await client.query(queries.rollbackToSavepoint('partition'));
+    }
+  }
+}
+
+/** A row routed to no partition: the dates fall between partitions of another period than the setting's. */
+export function noPartitionError(start: string, period: PartitionPeriod): StoreError {
+  return new StoreError(
+    'SCHEMA_MISMATCH',
+    `no partition of posts can hold the window starting ${start}: the partitions loaded follow another period than ${JSON.stringify(period)}; set POST_REPORTS_PARTITION_PERIOD to theirs, or start over with --reset`,
+  );
+}
