@@ -27,11 +27,15 @@ function readHighWaterMark(pid: number): number {
   }
 }
 
-/** Runs node with `args` and exactly `env` (plus PATH) to its end; watches its peak RSS. */
+/**
+ * Runs node with `args` and exactly `env` (plus PATH) to its end; watches its peak RSS. `onStderr` sees every
+ * chunk of stderr, for a caller that reads the whole log (ChildResult keeps only its tail).
+ */
 export function runNode(
   args: readonly string[],
   env: Record<string, string>,
   nodeFlags: readonly string[] = [],
+  onStderr?: (chunk: string) => void,
 ): Promise<ChildResult> {
   const started = performance.now();
   const child = spawn(process.execPath, [...nodeFlags, ...args], {
@@ -45,6 +49,7 @@ export function runNode(
     stdout += chunk;
   });
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    onStderr?.(chunk);
     // Only the tail matters for a failure message; a long run must not hold all its logs.
     stderr = (stderr + chunk).slice(-20_000);
   });

@@ -1,7 +1,9 @@
 /*
  * npm run bench: the three ratios of issue 6 (load throughput against the floor, end to end against the ideal,
- * peak memory) and the CPU profile of the load path, measured in one run on a database of its own. Prints a
+ * peak memory), the CPU profile of the load path, and what the storage layout costs over a long history (commit
+ * times, reader queries and size against plain tables), measured in one run on a database of its own. Prints a
  * table and writes bench/results.json. `--smoke` runs tiny sizes once, so that CI keeps the benchmark working.
+ * `--only readers` (or any comma-separated list of load, e2e, memory, readers) runs only those parts.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -12,12 +14,29 @@ import type { BenchContext } from './bench-context.js';
 import { benchEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { benchLoadThroughput, type LoadResult } from './load-throughput.js';
 import { benchMemory, type MemoryResult } from './memory.js';
+import { benchReaders, type ReadersResult, readersOptions } from './readers.js';
 
 const RESULTS = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
-const TARGETS = { load: 1.25, endToEnd: 1.15, memoryMb: 150 };
+const PARTS = ['load', 'e2e', 'memory', 'readers'];
+const TARGETS = {
+  load: 1.25,
+  endToEnd: 1.15,
+  memoryMb: 150,
+  readersCommit: 1.5,
+  readersQuery: 2,
+  readersSize: 1.5,
+};
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(2)} s`;
+}
+
+function milliseconds(ms: number): string {
+  return `${ms.toFixed(2)} ms`;
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MB`;
 }
 
 function verdict(met: boolean): string {
@@ -34,7 +53,45 @@ function table(rows: readonly (readonly string[])[]): string {
   ].join('\n');
 }
 
-function report(load?: LoadResult, e2e?: EndToEndResult, memory?: MemoryResult): string {
+function readerRows(readers: ReadersResult): string[][] {
+  const r = readers;
+  const rows: string[][] = [
+    [
+      `Commit of 1-day windows of ${r.postsPerDay} posts, last ${r.commitSample} of ${r.commits} (${r.from}..${r.to}, --concurrency ${r.concurrency})`,
+      `${milliseconds(r.lastCommitsMs)} median`,
+      `first ${r.commitSample}: ${milliseconds(r.firstCommitsMs)} median`,
+      `${r.commitRatio.toFixed(2)}×`,
+      `≤ ${TARGETS.readersCommit}×`,
+      verdict(r.commitRatio <= TARGETS.readersCommit),
+    ],
+  ];
+  for (const q of r.queries) {
+    rows.push([
+      `  reader: ${q.query} (median of ${q.executions})`,
+      milliseconds(q.connectorMs),
+      `plain tables ${milliseconds(q.plainMs)}`,
+      `${q.ratio.toFixed(2)}×`,
+      `≤ ${TARGETS.readersQuery}×`,
+      verdict(q.ratio <= TARGETS.readersQuery),
+    ]);
+  }
+  rows.push([
+    `  size of ${r.posts.toLocaleString('en')} posts + ${r.segments.toLocaleString('en')} segments (${r.connectorRelations} tables)`,
+    megabytes(r.connectorBytes),
+    `plain tables ${megabytes(r.plainBytes)}`,
+    `${r.sizeRatio.toFixed(2)}×`,
+    `≤ ${TARGETS.readersSize}×`,
+    verdict(r.sizeRatio <= TARGETS.readersSize),
+  ]);
+  return rows;
+}
+
+function report(
+  load?: LoadResult,
+  e2e?: EndToEndResult,
+  memory?: MemoryResult,
+  readers?: ReadersResult,
+): string {
   const rows: string[][] = [['Figure', 'Measured', 'Reference', 'Ratio', 'Target', 'Verdict']];
   if (load) {
     rows.push([
@@ -76,6 +133,7 @@ function report(load?: LoadResult, e2e?: EndToEndResult, memory?: MemoryResult):
       ]);
     }
   }
+  if (readers) rows.push(...readerRows(readers));
   let text = table(rows);
   if (load) {
     const p = load.profile;
@@ -100,7 +158,11 @@ async function main(): Promise<void> {
     },
   });
   const smoke = values.smoke === true;
-  const only = new Set((values.only ?? 'load,e2e,memory').split(','));
+  const only = new Set((values.only ?? PARTS.join(',')).split(','));
+  // A misspelt part would run nothing and still overwrite results.json.
+  const unknown = [...only].filter((part) => !PARTS.includes(part));
+  if (unknown.length > 0)
+    throw new Error(`--only: unknown part ${unknown.join(', ')} (parts: ${PARTS.join(', ')})`);
   const serverUrl = values['database-url']!;
   const name = `bench_${Date.now().toString(36)}`;
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -124,10 +186,11 @@ async function main(): Promise<void> {
     const load = only.has('load') ? await benchLoadThroughput(context) : undefined;
     const e2e = only.has('e2e') ? await benchEndToEnd(context) : undefined;
     const memory = only.has('memory') ? await benchMemory(context) : undefined;
-    process.stdout.write(`${report(load, e2e, memory)}\n\nMachine: ${machine}\n`);
+    const readers = only.has('readers') ? await benchReaders(context, readersOptions(smoke)) : undefined;
+    process.stdout.write(`${report(load, e2e, memory, readers)}\n\nMachine: ${machine}\n`);
     writeFileSync(
       RESULTS,
-      `${JSON.stringify({ date: new Date().toISOString(), smoke, machine, repetitions: context.repetitions, targets: TARGETS, load, endToEnd: e2e, memory }, null, 2)}\n`,
+      `${JSON.stringify({ date: new Date().toISOString(), smoke, machine, repetitions: context.repetitions, targets: TARGETS, load, endToEnd: e2e, memory, readers }, null, 2)}\n`,
     );
     context.log(`results written to ${RESULTS}`);
   } finally {

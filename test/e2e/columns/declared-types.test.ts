@@ -127,7 +127,8 @@ describe('declared types of documented fields (the built CLI)', () => {
 
     const decimal = await backfill(schema, WEEKS[2]);
     expect(widenings(decimal.stderr)).toEqual([
-      expect.objectContaining({ field: 'total_spend', column: 'total_spend', partitions: 2 }),
+      // Both weeks loaded so far are in the partition of 2026.
+      expect.objectContaining({ field: 'total_spend', column: 'total_spend', partitions: 1 }),
     ]);
     // Every date fits a text column: it stays as it was.
     expect(await columnTypes(schema)).toMatchObject({ total_spend: 'numeric', date_captured: 'text' });

@@ -139,6 +139,8 @@ describe('field selection (the built CLI)', () => {
       '_report_id',
       '_loaded_at',
       'brand',
+      // Added by migration 005, after the columns of 001.
+      '_org',
       'total_spend',
       'currency',
     ]);

@@ -1,0 +1,420 @@
+/*
+ * Figure 4: what the storage layout costs its writer and its readers over a long history. Three years of 1-day
+ * windows are loaded through the CLI; the commits at the end of the history must not be much slower than those
+ * at its start. Then the readers' queries and the size on disk are compared against plain (non-partitioned)
+ * copies of the same rows with the same keys, built in the same database: what a layout costs is measured
+ * against the simplest table a reader could have, whatever that layout is.
+ */
+import pg from 'pg';
+import { cutWindows } from '../src/pipeline/windows.js';
+import { type BenchContext, cliEnv } from './bench-context.js';
+import { CLI, runNode, startSimulatorChild } from './child.js';
+import { median } from './stats.js';
+
+const id = pg.escapeIdentifier;
+const SCHEMA = 'bench_readers';
+const POSTS = 'posts';
+const SEGMENTS = 'post_custom_segments';
+const PLAIN_POSTS = 'plain_posts';
+const PLAIN_SEGMENTS = 'plain_segments';
+const POST_ID = 'platform_post_id';
+
+export interface ReadersOptions {
+  /** The backfill's first and last dates, loaded as 1-day windows. */
+  readonly from: string;
+  readonly to: string;
+  readonly postsPerDay: number;
+  readonly concurrency: number;
+  /** How many commits at each end of the log are compared (fewer when the run has not twice as many). */
+  readonly commitSample: number;
+  /** Executions of each light query (one post, one join) and of each heavy one (whole-table scans). */
+  readonly lightExecutions: number;
+  readonly heavyExecutions: number;
+  /** Executions of each query, per table, before the timed ones: caches and catalogs warm. */
+  readonly warmUp: number;
+  /**
+   * The time the timed executions of one query may take on both sides together, once `minExecutions` ran: a
+   * layout that plans a thousand partitions per query must not keep the bench busy for many minutes.
+   */
+  readonly queryBudgetMs: number;
+  readonly minExecutions: number;
+}
+
+/** Three years (1,096 days) at full size; 60 days under --smoke, so that CI keeps the figure working. */
+export function readersOptions(smoke: boolean): ReadersOptions {
+  return {
+    from: smoke ? '2025-01-01' : '2023-01-01',
+    to: smoke ? '2025-03-01' : '2025-12-31',
+    postsPerDay: 3,
+    concurrency: 4,
+    commitSample: 100,
+    lightExecutions: smoke ? 20 : 200,
+    heavyExecutions: smoke ? 5 : 50,
+    warmUp: smoke ? 2 : 5,
+    queryBudgetMs: smoke ? 10_000 : 30_000,
+    minExecutions: smoke ? 3 : 11,
+  };
+}
+
+export interface ReaderQueryResult {
+  readonly query: string;
+  /** Timed executions on each side (fewer than asked when the query's time budget ran out). */
+  readonly executions: number;
+  readonly connectorMs: number;
+  readonly plainMs: number;
+  readonly ratio: number;
+}
+
+export interface ReadersResult {
+  readonly from: string;
+  readonly to: string;
+  readonly windows: number;
+  readonly postsPerDay: number;
+  readonly concurrency: number;
+  readonly posts: number;
+  readonly segments: number;
+  readonly backfillMs: number;
+  /** Commits in the log, and how many at each end were compared. */
+  readonly commits: number;
+  readonly commitSample: number;
+  readonly firstCommitsMs: number;
+  readonly lastCommitsMs: number;
+  readonly commitRatio: number;
+  readonly queries: readonly ReaderQueryResult[];
+  /** Tables in the partition trees of the connector's posts and segments, the parents included. */
+  readonly connectorRelations: number;
+  readonly connectorBytes: number;
+  readonly plainBytes: number;
+  readonly sizeRatio: number;
+}
+
+/**
+ * Drops the schema, its partitions first a hundred at a time: a DROP SCHEMA … CASCADE of a layout with a
+ * partition per window locks every table, index and TOAST table in one transaction, more than the server's
+ * lock table holds (max_locks_per_transaction), and fails with "out of shared memory".
+ */
+async function dropSchema(pool: pg.Pool): Promise<void> {
+  const partitions = await pool.query<{ name: string }>(
+    `SELECT oid::regclass::text AS name FROM pg_class
+      WHERE relnamespace = to_regnamespace($1) AND relispartition AND relkind IN ('r', 'p')`,
+    [SCHEMA],
+  );
+  const names = partitions.rows.map((r) => r.name);
+  for (let i = 0; i < names.length; i += 100) {
+    await pool.query(`DROP TABLE IF EXISTS ${names.slice(i, i + 100).join(', ')}`);
+  }
+  await pool.query(`DROP SCHEMA IF EXISTS ${id(SCHEMA)} CASCADE`);
+}
+
+/** The commitMs of every 'windows committed' line of a pino JSON log, in log order. */
+function commitTimes(log: string): number[] {
+  const out: number[] = [];
+  for (const line of log.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    let entry: { msg?: unknown; commitMs?: unknown };
+    try {
+      entry = JSON.parse(line) as { msg?: unknown; commitMs?: unknown };
+    } catch {
+      continue;
+    }
+    if (entry.msg === 'windows committed' && typeof entry.commitMs === 'number') out.push(entry.commitMs);
+  }
+  return out;
+}
+
+async function backfill(
+  context: BenchContext,
+  options: ReadersOptions,
+): Promise<{ wallMs: number; commits: number[] }> {
+  const sim = await startSimulatorChild({ postsPerDay: options.postsPerDay });
+  let log = '';
+  try {
+    const result = await runNode(
+      [
+        CLI,
+        'backfill',
+        '--from',
+        options.from,
+        '--to',
+        options.to,
+        '--window-days',
+        '1',
+        '--concurrency',
+        String(options.concurrency),
+        '--schema',
+        SCHEMA,
+      ],
+      // The commit lines are logged at info.
+      cliEnv(context, sim.baseUrl, { LOG_LEVEL: 'info' }),
+      [],
+      (chunk) => {
+        log += chunk;
+      },
+    );
+    if (result.code !== 0) throw new Error(`backfill exited ${result.code}: ${result.stderr.slice(-2000)}`);
+    return { wallMs: result.wallMs, commits: commitTimes(log) };
+  } finally {
+    await sim.stop();
+  }
+}
+
+/** The plain copy's name for an index or constraint of `parent`: its table's name swapped, or a prefix. */
+function copyName(name: string, parent: string, copy: string): string {
+  return name.startsWith(parent) ? `${copy}${name.slice(parent.length)}` : `${copy}_${name}`;
+}
+
+/**
+ * A non-partitioned copy of `parent` with its rows and every index the parent has, read from the catalog so
+ * that the copy follows the layout: constraints (the primary key) as constraints, other indexes as indexes.
+ */
+async function plainCopy(context: BenchContext, parent: string, copy: string): Promise<void> {
+  const { pool } = context;
+  const source = `${id(SCHEMA)}.${id(parent)}`;
+  const target = `${id(SCHEMA)}.${id(copy)}`;
+  await pool.query(`CREATE TABLE ${target} (LIKE ${source} INCLUDING DEFAULTS)`);
+  await pool.query(`INSERT INTO ${target} SELECT * FROM ${source}`);
+  const indexes = await pool.query<{ name: string; definition: string; constraint_def: string | null }>(
+    `SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition,
+            pg_get_constraintdef(k.oid) AS constraint_def
+       FROM pg_index i
+       JOIN pg_class c ON c.oid = i.indexrelid
+       LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid
+      WHERE i.indrelid = $1::regclass
+      ORDER BY i.indisprimary DESC, c.relname`,
+    [source],
+  );
+  for (const index of indexes.rows) {
+    const name = id(copyName(index.name, parent, copy));
+    let sql: string;
+    if (index.constraint_def !== null) {
+      sql = `ALTER TABLE ${target} ADD CONSTRAINT ${name} ${index.constraint_def}`;
+    } else {
+      // "CREATE [UNIQUE] INDEX name ON [ONLY] schema.table USING …": from USING on is the index itself.
+      const using = /\sUSING\s[\s\S]*$/.exec(index.definition);
+      if (using === null) throw new Error(`cannot read the index definition ${index.definition}`);
+      const unique = index.definition.startsWith('CREATE UNIQUE INDEX') ? 'UNIQUE ' : '';
+      sql = `CREATE ${unique}INDEX ${name} ON ${target}${using[0]}`;
+    }
+    // Logged, so that a reader of the figures can see the copy has the keys the layout has.
+    context.log(`readers: ${sql}`);
+    await pool.query(sql);
+  }
+}
+
+async function hasColumn(pool: pg.Pool, table: string, column: string): Promise<boolean> {
+  const found = await pool.query(
+    'SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped',
+    [`${id(SCHEMA)}.${id(table)}`, column],
+  );
+  return found.rowCount === 1;
+}
+
+/**
+ * pg_total_relation_size over the partition trees of `tables`: every partition and the parents (pg_partition_tree
+ * answers nothing for a table that is not partitioned, hence the roots added on their own).
+ */
+async function treeSize(
+  pool: pg.Pool,
+  tables: readonly string[],
+): Promise<{ bytes: number; relations: number }> {
+  const found = await pool.query<{ bytes: string; relations: string }>(
+    `SELECT sum(pg_total_relation_size(relid)) AS bytes, count(*) AS relations
+       FROM (SELECT root AS relid FROM unnest($1::regclass[]) AS root
+             UNION
+             SELECT tree.relid FROM unnest($1::regclass[]) AS root, pg_partition_tree(root) AS tree) AS relations`,
+    [tables.map((t) => `${id(SCHEMA)}.${id(t)}`)],
+  );
+  const row = found.rows[0]!;
+  return { bytes: Number(row.bytes), relations: Number(row.relations) };
+}
+
+interface Tables {
+  readonly posts: string;
+  readonly segments: string;
+}
+
+interface ReaderQuery {
+  readonly query: string;
+  readonly executions: number;
+  readonly sql: (tables: Tables) => string;
+  /** The parameters of execution `i`. */
+  readonly params: (i: number) => string[];
+}
+
+function readerQueries(options: ReadersOptions, ids: readonly string[], joinColumns: string): ReaderQuery[] {
+  // A prime stride walks the ids in a fixed order spread over the whole history (every id, unless the count is
+  // a multiple of it), the same ids for both tables, so that neither side is favoured by what is cached.
+  const stride = 7919;
+  const postId = (i: number): string[] => [ids[(i * stride) % ids.length]!];
+  const none = (): string[] => [];
+  return [
+    {
+      query: 'one post by id',
+      executions: options.lightExecutions,
+      sql: (t) => `SELECT * FROM ${t.posts} WHERE ${id(POST_ID)} = $1`,
+      params: postId,
+    },
+    {
+      query: 'one post joined to its segments',
+      executions: options.lightExecutions,
+      sql: (t) =>
+        `SELECT * FROM ${t.posts} p JOIN ${t.segments} s USING (${joinColumns}) WHERE p.${id(POST_ID)} = $1`,
+      params: postId,
+    },
+    {
+      query: 'count(*) of posts',
+      executions: options.heavyExecutions,
+      sql: (t) => `SELECT count(*) FROM ${t.posts}`,
+      params: none,
+    },
+    {
+      query: 'posts a month',
+      executions: options.heavyExecutions,
+      sql: (t) =>
+        `SELECT date_trunc('month', _window_start) AS month, count(*) FROM ${t.posts} GROUP BY 1 ORDER BY 1`,
+      params: none,
+    },
+  ];
+}
+
+/** One execution as an application pays it: parse, plan and run of an unnamed statement, and the round trip. */
+async function timed(
+  client: pg.PoolClient,
+  text: string,
+  params: string[],
+): Promise<{ ms: number; rows: number }> {
+  const started = performance.now();
+  const result = await client.query(text, params);
+  return { ms: performance.now() - started, rows: result.rowCount ?? 0 };
+}
+
+/**
+ * Times `query` against both sets of tables, interleaved execution by execution and alternating which goes
+ * first, so that a drift of the machine falls on both alike. The warm-up also checks that both sides answer
+ * the same number of rows: a comparison of different work would mean nothing.
+ */
+async function compare(
+  client: pg.PoolClient,
+  options: ReadersOptions,
+  query: ReaderQuery,
+  connector: Tables,
+  plain: Tables,
+): Promise<ReaderQueryResult> {
+  const connectorSql = query.sql(connector);
+  const plainSql = query.sql(plain);
+  for (let i = 0; i < options.warmUp; i++) {
+    const a = await timed(client, connectorSql, query.params(i));
+    const b = await timed(client, plainSql, query.params(i));
+    if (a.rows !== b.rows)
+      throw new Error(
+        `${query.query}: ${a.rows} rows from the connector's tables, ${b.rows} from the copies`,
+      );
+  }
+  const samples = { connector: [] as number[], plain: [] as number[] };
+  const started = performance.now();
+  const inBudget = (i: number): boolean =>
+    i < options.minExecutions || performance.now() - started < options.queryBudgetMs;
+  for (let i = 0; i < query.executions && inBudget(i); i++) {
+    const params = query.params(options.warmUp + i);
+    if (i % 2 === 0) {
+      samples.connector.push((await timed(client, connectorSql, params)).ms);
+      samples.plain.push((await timed(client, plainSql, params)).ms);
+    } else {
+      samples.plain.push((await timed(client, plainSql, params)).ms);
+      samples.connector.push((await timed(client, connectorSql, params)).ms);
+    }
+  }
+  const connectorMs = median(samples.connector);
+  const plainMs = median(samples.plain);
+  return {
+    query: query.query,
+    executions: samples.connector.length,
+    connectorMs,
+    plainMs,
+    ratio: connectorMs / plainMs,
+  };
+}
+
+async function measureReaders(context: BenchContext, options: ReadersOptions): Promise<ReaderQueryResult[]> {
+  const { pool } = context;
+  const table = (name: string): string => `${id(SCHEMA)}.${id(name)}`;
+  // Join on _org too when both tables carry it: it leads the keys of a layout shared by organizations.
+  const withOrg = (await hasColumn(pool, POSTS, '_org')) && (await hasColumn(pool, SEGMENTS, '_org'));
+  const joinColumns = [...(withOrg ? ['_org'] : []), POST_ID, '_window_start'].map(id).join(', ');
+  const ids = (
+    await pool.query<{ post_id: string }>(
+      `SELECT ${id(POST_ID)}::text AS post_id FROM ${table(POSTS)} ORDER BY ${id(POST_ID)}`,
+    )
+  ).rows.map((r) => r.post_id);
+  if (ids.length === 0) throw new Error('the backfill loaded no posts');
+  const connector = { posts: table(POSTS), segments: table(SEGMENTS) };
+  const plain = { posts: table(PLAIN_POSTS), segments: table(PLAIN_SEGMENTS) };
+  const client = await pool.connect();
+  try {
+    const out: ReaderQueryResult[] = [];
+    for (const query of readerQueries(options, ids, joinColumns)) {
+      const result = await compare(client, options, query, connector, plain);
+      context.log(
+        `readers: ${query.query}: connector ${result.connectorMs.toFixed(2)} ms, plain ${result.plainMs.toFixed(2)} ms (median of ${result.executions})`,
+      );
+      out.push(result);
+    }
+    return out;
+  } finally {
+    client.release();
+  }
+}
+
+export async function benchReaders(context: BenchContext, options: ReadersOptions): Promise<ReadersResult> {
+  const { pool } = context;
+  await dropSchema(pool);
+  try {
+    context.log(
+      `readers: backfill ${options.from}..${options.to}, 1-day windows of ${options.postsPerDay} posts, --concurrency ${options.concurrency}`,
+    );
+    const load = await backfill(context, options);
+    const sample = Math.min(options.commitSample, Math.floor(load.commits.length / 2));
+    if (sample === 0) throw new Error('the backfill logged no commit lines');
+    const firstCommitsMs = median(load.commits.slice(0, sample));
+    const lastCommitsMs = median(load.commits.slice(-sample));
+    context.log(
+      `readers: ${load.commits.length} commits in ${Math.round(load.wallMs)} ms; median commit of the first ${sample} ${firstCommitsMs.toFixed(1)} ms, of the last ${sample} ${lastCommitsMs.toFixed(1)} ms`,
+    );
+    await plainCopy(context, POSTS, PLAIN_POSTS);
+    await plainCopy(context, SEGMENTS, PLAIN_SEGMENTS);
+    const all = [POSTS, SEGMENTS, PLAIN_POSTS, PLAIN_SEGMENTS].map((t) => `${id(SCHEMA)}.${id(t)}`);
+    await pool.query(`VACUUM ANALYZE ${all.join(', ')}`);
+    const counts = await pool.query<{ posts: string; segments: string }>(
+      `SELECT (SELECT count(*) FROM ${id(SCHEMA)}.${id(POSTS)}) AS posts,
+              (SELECT count(*) FROM ${id(SCHEMA)}.${id(SEGMENTS)}) AS segments`,
+    );
+    const queries = await measureReaders(context, options);
+    const connectorSize = await treeSize(pool, [POSTS, SEGMENTS]);
+    const plainSize = await treeSize(pool, [PLAIN_POSTS, PLAIN_SEGMENTS]);
+    context.log(
+      `readers: size ${connectorSize.bytes} bytes in ${connectorSize.relations} tables, plain ${plainSize.bytes} bytes`,
+    );
+    return {
+      from: options.from,
+      to: options.to,
+      windows: cutWindows(options.from, options.to, 1).length,
+      postsPerDay: options.postsPerDay,
+      concurrency: options.concurrency,
+      posts: Number(counts.rows[0]!.posts),
+      segments: Number(counts.rows[0]!.segments),
+      backfillMs: load.wallMs,
+      commits: load.commits.length,
+      commitSample: sample,
+      firstCommitsMs,
+      lastCommitsMs,
+      commitRatio: lastCommitsMs / firstCommitsMs,
+      queries,
+      connectorRelations: connectorSize.relations,
+      connectorBytes: connectorSize.bytes,
+      plainBytes: plainSize.bytes,
+      sizeRatio: connectorSize.bytes / plainSize.bytes,
+    };
+  } finally {
+    await dropSchema(pool);
+  }
+}
