@@ -1,7 +1,7 @@
 /*
  * npm run bench:widening: how long readers wait while a bigint column of a long loaded history is widened to
  * numeric, with a plain `ALTER TABLE … TYPE numeric` and with the connector's partition-by-partition copy and
- * swap (src/load/column-retype.ts). A reader queries one window at a time, round the clock, on its own
+ * swap (src/load/column-retype.ts), on month partitions. A reader queries one window at a time, round the clock, on its own
  * connection; its longest query is the longest wait a reader saw. Sizes: 200 windows of 200,000 and 2,000,000
  * rows (`--smoke`: 10 windows, 2,000 rows). Prints a table and writes bench/widening-results.json.
  */
@@ -13,6 +13,7 @@ import pg from 'pg';
 import { retypeColumn } from '../src/load/column-retype.js';
 import { withTransaction } from '../src/load/database.js';
 import { migrate } from '../src/load/migrate.js';
+import { ensurePartitions, partitionKeys } from '../src/load/period-partitions.js';
 import { createLogger } from '../src/logger.js';
 
 const RESULTS = fileURLToPath(new URL('../../bench/widening-results.json', import.meta.url));
@@ -24,6 +25,7 @@ type Method = 'plain ALTER TABLE' | 'partition by partition';
 
 interface Measure {
   readonly rows: number;
+  readonly windows: number;
   readonly partitions: number;
   readonly method: Method;
   /** The widening from start to commit. */
@@ -39,18 +41,17 @@ function day(offsetWeeks: number): string {
   return new Date(FIRST_WINDOW + offsetWeeks * WEEK_MS).toISOString().slice(0, 10);
 }
 
-/** posts with `partitions` weekly windows holding `rows` rows in all, total_spend bigint. */
+/**
+ * posts with `partitions` weekly windows holding `rows` rows in all, total_spend bigint, in month partitions
+ * (the finest period the connector makes: the most partitions to copy and swap).
+ */
 async function buildHistory(pool: pg.Pool, schema: string, partitions: number, rows: number): Promise<void> {
   await migrate(pool, { schema, postIdField: 'platform_post_id' }, createLogger({ level: 'silent' }));
   const s = id(schema);
   await pool.query(`ALTER TABLE ${s}.posts ADD COLUMN total_spend bigint, ADD COLUMN caption text`);
-  for (let w = 0; w < partitions; w++) {
-    const start = day(w);
-    const name = `posts_${start.replaceAll('-', '')}_${day(w + 1).replaceAll('-', '')}`;
-    await pool.query(
-      `CREATE TABLE ${s}.${id(name)} PARTITION OF ${s}.posts FOR VALUES IN (${pg.escapeLiteral(start)})`,
-    );
-  }
+  await withTransaction(pool, undefined, async (client) => {
+    for (let w = 0; w < partitions; w++) await ensurePartitions(client, schema, 'month', day(w));
+  });
   await pool.query(
     `INSERT INTO ${s}.posts (platform_post_id, _window_start, _window_end, _report_id, total_spend, caption)
      SELECT 17000000000000000 + g, $1::date + 7 * (g % $2), $1::date + 7 * (g % $2) + 6, 'bench', g % 50000,
@@ -101,6 +102,10 @@ async function measure(
   const baselineReader = startReader(url, schema, partitions);
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const baselineReadMs = await baselineReader.stop();
+  const periods = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = to_regclass($1)',
+    [`${id(schema)}.posts`],
+  );
   const reader = startReader(url, schema, partitions);
   await new Promise((resolve) => setTimeout(resolve, 500));
   log(`${schema}: widening with ${method}`);
@@ -115,7 +120,7 @@ async function measure(
         table: 'posts',
         column: 'total_spend',
         type: 'numeric',
-        key: ['platform_post_id', '_window_start'],
+        ...partitionKeys('platform_post_id'),
       }),
     );
     swapMs = result.swapMs;
@@ -126,7 +131,8 @@ async function measure(
   await pool.query(`DROP SCHEMA ${id(schema)} CASCADE`);
   return {
     rows,
-    partitions,
+    windows: partitions,
+    partitions: periods.rows[0]?.n ?? 0,
     method,
     totalMs,
     longestReadMs,
@@ -182,9 +188,10 @@ async function main(): Promise<void> {
       }
     }
     const lines = [
-      ['Rows', 'Windows', 'Widening', 'Took', "Readers' longest wait", 'Of which the swap', 'Reader alone'],
+      ['Rows', 'Windows', 'Partitions', 'Widening', 'Took', "Readers' longest wait", 'Of which the swap', 'Reader alone'],
       ...results.map((r) => [
         r.rows.toLocaleString('en'),
+        String(r.windows),
         String(r.partitions),
         r.method,
         seconds(r.totalMs),
