@@ -4,7 +4,6 @@ import { parse as parseDotenv } from 'dotenv';
 import { ConfigError } from './errors.js';
 import { isIsoDate } from './model/dates.js';
 import { ALL_FIELDS, type FieldSelection } from './model/field-selection.js';
-import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './model/partition-period.js';
 import {
   FILTER_KINDS,
   FILTER_NAMES,
@@ -12,6 +11,7 @@ import {
   type Filters,
   type SegmentFilter,
 } from './model/filters.js';
+import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './model/partition-period.js';
 import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
 import { Secret } from './secret.js';
 import { readSecretFile } from './secret-file.js';
@@ -348,7 +348,9 @@ function identifier(name: SettingName, env: RawSettings, flags: Flags, problems:
 function partitionPeriod(env: RawSettings, flags: Flags, problems: Problems): PartitionPeriod {
   const text = raw('partitionPeriod', env, flags) ?? '';
   if (isPartitionPeriod(text)) return text;
-  problems.add(`${where('partitionPeriod')} must be one of ${PARTITION_PERIODS.join(', ')}, got ${JSON.stringify(text)}`);
+  problems.add(
+    `${where('partitionPeriod')} must be one of ${PARTITION_PERIODS.join(', ')}, got ${JSON.stringify(text)}`,
+  );
   return 'year';
 }
 

@@ -2,6 +2,7 @@ import { ApiClient } from '../api/client.js';
 import type { Flags } from '../config.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { asStoreError, createPool } from '../load/database.js';
+import { acquireRunLock } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
 import { checkServer } from '../pipeline/preflight.js';
 import { readSchemaStatus } from '../pipeline/schema-status.js';
@@ -22,22 +23,29 @@ async function guarded(io: Io, body: () => Promise<void>): Promise<number> {
 export function migrateCommand(io: Io, flags: Flags): Promise<number> {
   return guarded(io, async () => {
     const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
-    const pool = createPool(config.db, logger, { max: 1 });
+    // The run lock's connection and the migrator's.
+    const pool = createPool(config.db, logger, { max: 2 });
     try {
       await checkServer(pool, config.db.schema).catch((error: unknown) => {
         throw asStoreError('reading the server version and privileges', error);
       });
-      const { applied } = await migrate(
-        pool,
-        {
-          schema: config.db.schema,
-          postIdField: config.api.postIdField,
-          partitionPeriod: config.db.partitionPeriod,
-        },
-        logger,
-        signal,
-      );
-      io.stdout.write(`${JSON.stringify({ schema: config.db.schema, applied })}\n`);
+      const target = {
+        schema: config.db.schema,
+        postIdField: config.api.postIdField,
+        partitionPeriod: config.db.partitionPeriod,
+      };
+      // Migrations change tables the runs are writing: the schema is taken alone, as a reset takes it.
+      const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+        ...(signal ? { signal } : {}),
+        alone: async () => 'migrate',
+        onWait: (message) => logger.warn(message),
+      });
+      try {
+        const { applied } = await migrate(pool, target, logger, signal);
+        io.stdout.write(`${JSON.stringify({ schema: config.db.schema, applied })}\n`);
+      } finally {
+        await lock.release();
+      }
     } finally {
       await pool.end();
     }
@@ -55,20 +63,24 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
         io.stdout.write(`${JSON.stringify(status)}\n`);
         return;
       }
-      const { windows: n, run } = status;
+      const { windows: n, runs } = status;
       const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
+      const backends = runs.map(
+        (r) => `${r.pid}${r.since === null ? '' : ` since ${r.since.toISOString()}`}`,
+      );
       const running =
-        run === null
+        runs.length === 0
           ? 'no run in progress'
-          : `a run in progress (PostgreSQL backend ${run.pid}${run.since === null ? '' : ` since ${run.since.toISOString()}`})`;
+          : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (PostgreSQL backend ${backends.join(', ')})`;
       io.stdout.write(
         `schema ${status.schema}: ${n.loaded} windows loaded, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${status.posts} posts; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
       );
       for (const w of status.details) {
         const rows = w.rowCount === null ? '-' : String(w.rowCount);
         const error = w.lastError ? `  ${w.lastError}` : '';
+        const by = w.claimedBy === null ? '' : `  by backend ${w.claimedBy.pid}`;
         io.stdout.write(
-          `${w.start}..${w.end}  ${w.standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${error}\n`,
+          `${w.start}..${w.end}  ${w.standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
         );
       }
     } finally {

@@ -63,7 +63,9 @@ export async function retypeColumn(
   const { schema, table, column, type, key, indexed } = retype;
   const { signal } = options;
   const started = Date.now();
-  const { rows: partitions } = await client.query<Partition>(queries.partitionsOf, [qualified(schema, table)]);
+  const { rows: partitions } = await client.query<Partition>(queries.partitionsOf, [
+    qualified(schema, table),
+  ]);
   const copies: { partition: Partition; copy: string }[] = [];
   for (const [i, partition] of partitions.entries()) {
     signal?.throwIfAborted();

@@ -8,12 +8,12 @@ import { StoreError } from '../errors.js';
 import { byStart, sameWindow, type Window, windowLabel } from '../model/window.js';
 import { asStoreError, withTransaction } from './database.js';
 import type { LoadContext } from './load-context.js';
-import { ddlLockKey, lockForTransaction, commitLockKey } from './locks.js';
+import { commitLockKey, ddlLockKey, lockForTransaction } from './locks.js';
 import {
   DEFAULT_ORG,
   ensurePartitions,
   noPartitionError,
-  PARTITIONED_TABLES,
+  type PARTITIONED_TABLES,
 } from './period-partitions.js';
 import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
@@ -107,7 +107,11 @@ async function completeStages(
  * own earlier loads included); each must be entirely covered by them, so that a date is never lost. Returns the
  * windows deleted.
  */
-async function replaceOld(client: pg.PoolClient, context: LoadContext, sorted: readonly Window[]): Promise<Window[]> {
+async function replaceOld(
+  client: pg.PoolClient,
+  context: LoadContext,
+  sorted: readonly Window[],
+): Promise<Window[]> {
   const { schema } = context.target;
   await lockForTransaction(client, commitLockKey(schema));
   // No column may be added to or retyped in posts between reading its columns and inserting the stages.
@@ -189,7 +193,10 @@ async function insertColumns(
     if (name === '_seq') continue;
     const type = target.get(name);
     if (type === undefined) {
-      throw new StoreError('SCHEMA_MISMATCH', `column ${JSON.stringify(name)} of the stage is missing from ${table}`);
+      throw new StoreError(
+        'SCHEMA_MISMATCH',
+        `column ${JSON.stringify(name)} of the stage is missing from ${table}`,
+      );
     }
     columns.push([name, type]);
   }

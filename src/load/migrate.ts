@@ -91,6 +91,27 @@ export async function migrate(
   }
 }
 
+/**
+ * The migrations not yet applied to the target schema (every one for a schema not set up yet), by name. Reads
+ * only: a run asks it to know whether it needs the schema alone.
+ */
+export async function pendingMigrations(
+  db: Pick<pg.ClientBase, 'query'>,
+  target: Target,
+  options: MigrateOptions = {},
+): Promise<string[]> {
+  const files = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
+  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
+    qualified(target.schema, 'schema_migrations'),
+  ]);
+  if (!rows[0]?.exists) return files.map((f) => f.name);
+  const applied = await db.query<{ name: string }>(
+    `SELECT name FROM ${qualified(target.schema, 'schema_migrations')}`,
+  );
+  const done = new Set(applied.rows.map((r) => r.name));
+  return files.filter((f) => !done.has(f.name)).map((f) => f.name);
+}
+
 /** Applies, each in its own transaction, the migrations not yet recorded; refuses an applied one that was edited. */
 async function applyPending(
   client: pg.PoolClient,

@@ -119,6 +119,23 @@ export async function resetTarget(
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
 }
 
+/** Whether every window of `windows` was loaded at or after `since` (by any process). */
+export async function loadedSince(
+  db: Queryable,
+  schema: string,
+  windows: readonly Window[],
+  since: Date,
+): Promise<boolean> {
+  const { rows } = await db.query<{ done: boolean }>(
+    `SELECT count(*) = cardinality($1::date[]) AS done
+       FROM ${qualified(schema, 'report_windows')} w
+       JOIN unnest($1::date[], $2::date[]) AS g(s, e) ON w.window_start = g.s AND w.window_end = g.e
+      WHERE w.status = 'loaded' AND w.finished_at >= $3`,
+    [windows.map((w) => w.start), windows.map((w) => w.end), since],
+  );
+  return rows[0]?.done === true;
+}
+
 /** The first date of the loaded history (null when nothing is loaded). Reads only columns of every version. */
 export async function firstLoadedDate(db: Queryable, schema: string): Promise<string | null> {
   const { rows } = await db.query<{ first: string | null }>(
@@ -128,11 +145,26 @@ export async function firstLoadedDate(db: Queryable, schema: string): Promise<st
   return rows[0]?.first ?? null;
 }
 
-/** Sets the sync cursor, backwards too: a failed reload holds it before the window, for the next sync to retry. */
-export async function setCursor(db: Queryable, schema: string, date: string): Promise<void> {
-  await db.query(`UPDATE ${qualified(schema, 'sync_state')} SET cursor_date = $1::date, updated_at = now()`, [
-    date,
-  ]);
+/**
+ * Moves the sync cursor to `date` unless it is already further: syncs running at once end in any order, and none
+ * may take back what another reached. Returns the cursor now stored.
+ */
+export async function advanceCursorTo(db: Queryable, schema: string, date: string): Promise<string | null> {
+  const { rows } = await db.query<{ cursor: string | null }>(
+    `UPDATE ${qualified(schema, 'sync_state')}
+        SET cursor_date = GREATEST(cursor_date, $1::date), updated_at = now()
+      RETURNING to_char(cursor_date, 'YYYY-MM-DD') AS cursor`,
+    [date],
+  );
+  return rows[0]?.cursor ?? null;
+}
+
+/** The sync cursor stored now. */
+export async function readCursor(db: Queryable, schema: string): Promise<string | null> {
+  const { rows } = await db.query<{ cursor: string | null }>(
+    `SELECT to_char(cursor_date, 'YYYY-MM-DD') AS cursor FROM ${qualified(schema, 'sync_state')}`,
+  );
+  return rows[0]?.cursor ?? null;
 }
 
 const WINDOW_COLUMNS = `to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,

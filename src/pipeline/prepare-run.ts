@@ -53,7 +53,12 @@ export async function prepareRun(
     await readStoredFields(pool, schema, stored?.target.fieldSelection ?? null),
     request.reset,
   );
-  await migrate(pool, { schema, postIdField: config.api.postIdField, partitionPeriod: config.db.partitionPeriod }, logger, signal);
+  await migrate(
+    pool,
+    { schema, postIdField: config.api.postIdField, partitionPeriod: config.db.partitionPeriod },
+    logger,
+    signal,
+  );
   let reset: ResetCounts | undefined;
   let cursor: string | null = null;
   if (request.reset) {

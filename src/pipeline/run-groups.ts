@@ -1,4 +1,5 @@
 import pLimit from 'p-limit';
+import type { ClaimOutcome, WindowClaims } from '../load/window-claims.js';
 import { byStart } from '../model/window.js';
 import type { WindowFailure } from './run-summary.js';
 import { type RunWindow, windowFailure } from './run-window.js';
@@ -7,41 +8,118 @@ import type { WindowGroup } from './windows.js';
 export interface LoadOutcome {
   readonly failures: WindowFailure[];
   readonly interrupted: number;
+  /** Windows another process loaded while this run waited for them. */
+  readonly byOthers: number;
 }
 
 /** Commits a group of windows in one transaction; resolves to the posts loaded. */
 export type CommitGroup = (group: WindowGroup) => Promise<{ rows: number }>;
 
+interface GroupOptions {
+  readonly concurrency: number;
+  readonly signal: AbortSignal;
+  readonly claims: WindowClaims;
+  readonly commit: CommitGroup;
+}
+
+/** How one group ended: counted, or its claim lost before the commit (it waits its turn again). */
+type GroupEnd = { readonly failures: WindowFailure[]; readonly interrupted: number } | 'lost';
+
 /**
  * Stages the windows of every group, `concurrency` at a time, and commits each group whole. A failing window
- * never stops the others; its group is not committed.
+ * never stops the others; its group is not committed. A group another process holds is left for later: this run
+ * does every other group first, then waits for each in turn, and counts it as done when the other loaded it.
  */
 export async function loadGroups(
   runWindow: RunWindow,
   groups: readonly WindowGroup[],
-  options: { readonly concurrency: number; readonly signal: AbortSignal; readonly commit: CommitGroup },
+  options: GroupOptions,
 ): Promise<LoadOutcome> {
+  const { signal, claims } = options;
   const limit = pLimit(options.concurrency);
   const failures: WindowFailure[] = [];
+  const deferred: WindowGroup[] = [];
   let interrupted = 0;
+  let byOthers = 0;
+  const settle = (group: WindowGroup, end: GroupEnd): void => {
+    if (end === 'lost') {
+      deferred.push(group);
+      return;
+    }
+    failures.push(...end.failures);
+    interrupted += end.interrupted;
+  };
+  const stageAndCommit = async (group: WindowGroup): Promise<void> => {
+    const staged = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
+    settle(group, await finishGroup(runWindow, group, staged, options));
+  };
+
+  // First pass: each group is claimed when its first window gets a slot, so that processes split the range.
   await Promise.all(
     groups.map(async (group) => {
-      const staged = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
-      const outcome = await finishGroup(runWindow, group, staged, options);
-      failures.push(...outcome.failures);
-      interrupted += outcome.interrupted;
+      let claim: Promise<ClaimOutcome> | undefined;
+      const claimed = () => {
+        claim ??= claims.claim(group);
+        return claim;
+      };
+      const staged = await Promise.allSettled(
+        group.map((w) =>
+          limit(async () => {
+            if ((await claimed()) === 'claimed') await runWindow.stage(w);
+          }),
+        ),
+      );
+      // A claim that could not be asked for fails the group's windows through `staged`.
+      const outcome = await claimed().catch((): ClaimOutcome => 'claimed');
+      if (outcome === 'taken') deferred.push(group);
+      else if (outcome === 'done') byOthers += group.length;
+      else settle(group, await finishGroup(runWindow, group, staged, options));
     }),
   );
+
+  // Then the groups other processes held, in order, each once it is free.
+  let next = 0;
+  for (;;) {
+    const started: Promise<void>[] = [];
+    while (next < deferred.length) {
+      const group = deferred[next++]!;
+      let outcome: Exclude<ClaimOutcome, 'taken'>;
+      try {
+        outcome = await claims.waitFor(group, signal);
+      } catch (error) {
+        if (signal.aborted) interrupted += group.length;
+        else failures.push(...group.map((w) => windowFailure(w, error)));
+        continue;
+      }
+      if (outcome === 'done') byOthers += group.length;
+      else started.push(stageAndCommit(group));
+    }
+    if (started.length === 0) break;
+    await Promise.all(started);
+  }
   failures.sort(byStart);
-  return { failures, interrupted };
+  return { failures, interrupted, byOthers };
 }
 
 async function finishGroup(
   runWindow: RunWindow,
   group: WindowGroup,
   staged: readonly PromiseSettledResult<void>[],
-  options: { readonly signal: AbortSignal; readonly commit: CommitGroup },
-): Promise<LoadOutcome> {
+  options: GroupOptions,
+): Promise<GroupEnd> {
+  try {
+    return await commitGroup(runWindow, group, staged, options);
+  } finally {
+    await options.claims.release(group);
+  }
+}
+
+async function commitGroup(
+  runWindow: RunWindow,
+  group: WindowGroup,
+  staged: readonly PromiseSettledResult<void>[],
+  options: GroupOptions,
+): Promise<GroupEnd> {
   const { signal } = options;
   const failures: WindowFailure[] = [];
   staged.forEach((result, i) => {
@@ -61,6 +139,11 @@ async function finishGroup(
     return { failures, interrupted: 0 };
   }
   try {
+    // The claims connection may have died meanwhile, and another process taken the group: it is theirs now.
+    if (!(await options.claims.holds(group))) {
+      for (const w of group) await runWindow.markInterrupted(w, new Error('claim lost before the commit'));
+      return 'lost';
+    }
     const started = Date.now();
     const { rows } = await options.commit(group);
     runWindow.committed(group, rows, Date.now() - started);

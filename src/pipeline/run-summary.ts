@@ -25,6 +25,8 @@ export interface RunSummary {
     readonly failed: number;
     /** Windows stopped by SIGINT/SIGTERM (or the AbortSignal): not failed; the next run resumes them. */
     readonly interrupted: number;
+    /** Planned windows another process loaded while this run waited for them (runs sharing the schema). */
+    readonly byOthers: number;
   };
   readonly posts: number;
   readonly pages: number;

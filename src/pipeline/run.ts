@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+
+type Queryable = Pick<pg.ClientBase, 'query'>;
+
 import { ApiClient } from '../api/client.js';
 import { SETTINGS } from '../config.js';
 import { EtlError, oneLine, StoreError } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
 import { asStoreError, createPool, deadlineHint } from '../load/database.js';
 import { Loader } from '../load/loader.js';
-import { acquireRunLock } from '../load/locks.js';
+import { acquireRunLock, type RunLock } from '../load/locks.js';
+import { pendingMigrations, type Target } from '../load/migrate.js';
 import { sqlState } from '../load/pg-error-codes.js';
-import { setCursor } from '../load/window-state.js';
+import { WindowClaims } from '../load/window-claims.js';
+import { advanceCursorTo, readCursor } from '../load/window-state.js';
 import { dayBefore } from '../model/dates.js';
 import { canonicalFilters } from '../model/filters.js';
 import { VERSION } from '../version.js';
@@ -37,7 +42,8 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   const api = new ApiClient(config.api, logger, { onRetry: () => counters.retried() });
   logger.info({ version: VERSION }, 'run started');
   const pool = createPool(config.db, logger, {
-    max: config.run.concurrency + 2,
+    // The windows' connections, the run lock's, the window claims', and one for the run's own reads.
+    max: config.run.concurrency + 3,
     applicationName: 'post-reports-etl',
   });
   try {
@@ -46,17 +52,20 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       throw connectionError(config.db.url.reveal(), error);
     });
     validateFilters(filters, dimensions);
-    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, stop.signal).catch(
-      (error: unknown) => {
-        throw connectionError(config.db.url.reveal(), error);
-      },
-    );
+    const target = {
+      schema: config.db.schema,
+      postIdField: config.api.postIdField,
+      partitionPeriod: config.db.partitionPeriod,
+    };
+    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+      signal: stop.signal,
+      alone: (db) => needsSchemaAlone(db, target, request),
+      onWait: (message) => logger.warn(message),
+    }).catch((error: unknown) => {
+      throw connectionError(config.db.url.reveal(), error);
+    });
+    const claims = new WindowClaims(pool, config.db.schema, logger);
     try {
-      const target = {
-        schema: config.db.schema,
-        postIdField: config.api.postIdField,
-        partitionPeriod: config.db.partitionPeriod,
-      };
       const loader = new Loader(pool, target, logger);
       const run: ActiveRun = {
         config,
@@ -69,10 +78,11 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
         counters,
         ...(context.onProgress === undefined ? {} : { onProgress: context.onProgress }),
       };
-      const summary = await loadRun(run, request, started);
+      const summary = await loadRun(run, request, started, lock, claims);
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
+      await claims.close();
       await lock.release();
     }
   } finally {
@@ -80,46 +90,61 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   }
 }
 
-/** Under the run lock: decides the windows, loads them, moves the cursor, and sums the run up. */
-async function loadRun(run: ActiveRun, request: RunRequest, started: number): Promise<RunSummary> {
+/** Why a run needs its schema alone before it starts (a reset, pending migrations), or null: it shares it. */
+async function needsSchemaAlone(db: Queryable, target: Target, request: RunRequest): Promise<string | null> {
+  if (request.reset) return '--reset';
+  const pending = await pendingMigrations(db, target);
+  return pending.length === 0 ? null : `migration ${pending[0]}`;
+}
+
+/**
+ * Under the run lock: decides the windows (alone when resetting or migrating, then sharing the schema), loads
+ * them, moves the cursor, and sums the run up.
+ */
+async function loadRun(
+  run: ActiveRun,
+  request: RunRequest,
+  started: number,
+  lock: RunLock,
+  claims: WindowClaims,
+): Promise<RunSummary> {
   const { config, pool, stop, loader, logger } = run;
   const signal = stop.signal;
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
+  await lock.share();
   const outcome = await loadGroups(new RunWindow(run), prepared.groups, {
     concurrency: config.run.concurrency,
     signal,
+    claims,
     commit: (group) => loader.commitWindows(group, stop.child(), { today: request.today }),
   });
   const cursor =
     request.moveCursor && !signal.aborted
-      ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures)
+      ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures, claims)
       : prepared.cursor;
   if (stop.cause !== undefined) logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
   return summarize(request, prepared, outcome, run.counters, cursor, started, stop);
 }
 
 /**
- * The cursor never passes a date that did not load: it stops the day before the first failed window, even when
- * that is before where it was (a reload that failed), so that the next sync tries those dates again.
+ * The cursor never passes a date that did not load, nor a window another process still holds: it stops the day
+ * before the first of them. It only moves forward, as several syncs may end in any order: a reload that failed
+ * behind it is tried again by the next sync's lookback. Returns the cursor now stored.
  */
 async function advanceCursor(
   pool: pg.Pool,
   schema: string,
   run: PreparedRun,
   failures: readonly WindowFailure[],
+  claims: WindowClaims,
 ): Promise<string | null> {
   const { range, cursor } = run;
-  const firstFailure = failures.map((f) => f.start).sort()[0];
-  const reached =
-    firstFailure !== undefined
-      ? dayBefore(firstFailure)
-      : cursor !== null && cursor > range.to
-        ? cursor
-        : range.to;
-  if (cursor === null && reached < range.from) return null;
-  await setCursor(pool, schema, reached);
-  return reached;
+  const held = await claims.heldByOthers(range.windows);
+  const firstGap = [...failures, ...held].map((w) => w.start).sort()[0];
+  const reached = firstGap !== undefined ? dayBefore(firstGap) : range.to;
+  if (cursor === null && reached < range.from) return readCursor(pool, schema);
+  return advanceCursorTo(pool, schema, reached);
 }
 
 function summarize(
@@ -156,6 +181,7 @@ function summarize(
       skipped: run.skipped,
       failed: failures.length,
       interrupted: outcome.interrupted,
+      byOthers: outcome.byOthers,
     },
     posts: counters.posts,
     pages: counters.pages,

@@ -1,19 +1,21 @@
 import type pg from 'pg';
-import { type RunLockHolder, runLockHolder } from '../load/locks.js';
+import { type LockHolder, lockHolders, runLockHolders, windowClaimKey } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
 import type { FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 
 /**
- * How a window stands, as an operator needs it: `in progress` only while a live run holds the schema's lock;
- * an attempt that no live run holds any more (killed, stopped, a rejected token) is `interrupted`, and the next
- * run resumes it.
+ * How a window stands, as an operator needs it: `in progress` only while a live run holds its claim; an attempt
+ * that no live run holds any more (killed, stopped, a rejected token) is `interrupted`, and the next run resumes
+ * it.
  */
 export type WindowStanding = 'loaded' | 'failed' | 'in progress' | 'interrupted' | 'superseded';
 
 export interface WindowStatus extends WindowState {
   readonly standing: WindowStanding;
+  /** The live run working on the window now, if any. */
+  readonly claimedBy: LockHolder | null;
 }
 
 export interface SchemaStatus {
@@ -22,8 +24,10 @@ export interface SchemaStatus {
   readonly filters: Filters | null;
   /** The fields the schema loads (null before its first run). */
   readonly fields: FieldSelection | null;
-  /** The run holding the schema's lock now; null when none is alive. */
-  readonly run: RunLockHolder | null;
+  /** The oldest live run on the schema; null when none is alive. */
+  readonly run: LockHolder | null;
+  /** Every live run on the schema (they share it), oldest first. */
+  readonly runs: readonly LockHolder[];
   /** Every window counted once, by standing. */
   readonly windows: {
     readonly total: number;
@@ -39,14 +43,8 @@ export interface SchemaStatus {
   readonly details: readonly WindowStatus[];
 }
 
-/**
- * The standing of a window given its recorded status and the live run, if any: an attempt last touched before
- * that run began is not its own, but one a dead run left.
- */
-export function standingOf(
-  window: Pick<WindowState, 'status' | 'updatedAt'>,
-  run: Pick<RunLockHolder, 'since'> | null,
-): WindowStanding {
+/** The standing of a window given its recorded status and whether a live run holds its claim now. */
+export function standingOf(window: Pick<WindowState, 'status'>, claimed: boolean): WindowStanding {
   const { status } = window;
   switch (status) {
     case 'loaded':
@@ -55,9 +53,7 @@ export function standingOf(
       return status;
     default:
       // 'extracting' and 'staging' are an attempt under way; 'pending' one stopped by a signal or a rejected token.
-      return run !== null && status !== 'pending' && (run.since === null || window.updatedAt >= run.since)
-        ? 'in progress'
-        : 'interrupted';
+      return claimed && status !== 'pending' ? 'in progress' : 'interrupted';
   }
 }
 
@@ -73,15 +69,23 @@ export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<Sch
   } catch (error) {
     if (sqlState(error) !== UNDEFINED_TABLE) throw error;
   }
-  const run = await runLockHolder(db, schema);
-  const details = windows.map((w) => ({ ...w, standing: standingOf(w, run) }));
+  const runs = await runLockHolders(db, schema);
+  const claims = await lockHolders(
+    db,
+    windows.map((w) => windowClaimKey(schema, w)),
+  );
+  const details = windows.map((w) => {
+    const claimedBy = claims.get(windowClaimKey(schema, w))?.[0] ?? null;
+    return { ...w, standing: standingOf(w, claimedBy !== null), claimedBy };
+  });
   const count = (standing: WindowStanding) => details.filter((w) => w.standing === standing).length;
   return {
     schema,
     cursor: target?.cursorDate ?? null,
     filters: target?.filters ?? null,
     fields,
-    run,
+    run: runs[0] ?? null,
+    runs,
     windows: {
       total: details.length,
       loaded: count('loaded'),

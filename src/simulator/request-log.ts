@@ -13,6 +13,8 @@ export interface SimulatorStats {
   byStatus: Record<string, number>;
   /** POST /reports/posts answered 200. */
   creationCalls: number;
+  /** The same, by the window asked for (`start..end`), reused reports included: who asked for what, how often. */
+  creationCallsByWindow: Record<string, number>;
   /** Distinct new report ids created. */
   reportsCreated: number;
   reportsCreatedByStartDate: Record<string, number>;
@@ -42,6 +44,7 @@ export class RequestLog {
   readonly #byRoute: Record<string, number> = {};
   readonly #byStatus: Record<string, number> = {};
   readonly #byStartDate: Record<string, number> = {};
+  readonly #callsByWindow: Record<string, number> = {};
   readonly #faults: Record<string, number> = {};
 
   request(entry: RecordedRequest): void {
@@ -65,8 +68,9 @@ export class RequestLog {
     increment(this.#faults, kind);
   }
 
-  creationCall(): void {
+  creationCall(startDate: string, endDate: string): void {
     this.#creationCalls++;
+    increment(this.#callsByWindow, `${startDate}..${endDate}`);
   }
 
   reportCreated(startDate: string): void {
@@ -80,6 +84,7 @@ export class RequestLog {
       byRoute: { ...this.#byRoute },
       byStatus: { ...this.#byStatus },
       creationCalls: this.#creationCalls,
+      creationCallsByWindow: { ...this.#callsByWindow },
       reportsCreated: this.#reportsCreated,
       reportsCreatedByStartDate: { ...this.#byStartDate },
       faults: { ...this.#faults },

@@ -499,7 +499,7 @@ class Simulator {
       return;
     }
     const { report, status } = this.#reportFor(valid);
-    this.#log.creationCall();
+    this.#log.creationCall(valid.params.start_date, valid.params.end_date);
     sendJson(response, 200, JSON.stringify({ id: report.id, status }));
   }
 

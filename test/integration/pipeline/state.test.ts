@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
-import { readTarget, resetTarget, setCursor, writeTarget } from '../../../src/load/window-state.js';
+import { advanceCursorTo, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post, target } from '../load/load-fixtures.js';
 
@@ -31,7 +31,7 @@ describe('resetTarget (--reset)', () => {
       [post(2, { brand: 'y' }), post(4, { brand: 'y' })],
     ]);
     await loader.openWindow({ start: '2026-01-19', end: '2026-01-25' }, 'half');
-    await setCursor(db.pool, target.schema, '2026-01-18');
+    await advanceCursorTo(db.pool, target.schema, '2026-01-18');
     // The two windows' year partition of each table.
     expect(await partitions()).toHaveLength(2);
     const removed = await withTransaction(db.pool, undefined, (client) =>

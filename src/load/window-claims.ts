@@ -1,0 +1,153 @@
+/*
+ * Claims on windows: one process at a time works on a window, whatever the number of processes and machines on
+ * the schema. A claim is a session advisory lock held by the run's claims connection, so that it frees itself when
+ * its process dies (the connection dies with it). PostgreSQL is the only coordinator.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
+import type { Logger } from '../logger.js';
+import { type Window, windowLabel } from '../model/window.js';
+import { type LockHolder, lockHolders, tryLockSession, unlockSession, windowClaimKey } from './locks.js';
+import { loadedSince } from './window-state.js';
+
+const WAIT_MS = 250;
+
+/** What a claim attempt found. */
+export type ClaimOutcome =
+  /** The windows are this run's to load. */
+  | 'claimed'
+  /** Another live process holds one of them. */
+  | 'taken'
+  /** Another process loaded them since this run began: nothing left to do. */
+  | 'done';
+
+export class WindowClaims {
+  readonly #pool: pg.Pool;
+  readonly #schema: string;
+  readonly #logger: Logger;
+  #client: pg.PoolClient | undefined;
+  #pid = 0;
+  /** The database's clock when the run began: "loaded since" is read on that clock, whatever the machines'. */
+  #since: Date | undefined;
+  /** Keys held by the current session. */
+  readonly #held = new Set<string>();
+
+  constructor(pool: pg.Pool, schema: string, logger: Logger) {
+    this.#pool = pool;
+    this.#schema = schema;
+    this.#logger = logger;
+  }
+
+  /** Claims every window of a group, or none; then tells whether another process loaded them meanwhile. */
+  async claim(group: readonly Window[]): Promise<ClaimOutcome> {
+    const client = await this.#session();
+    const keys = group.map((w) => windowClaimKey(this.#schema, w));
+    const taken: string[] = [];
+    for (const key of keys) {
+      if (!(await tryLockSession(client, key))) {
+        await this.#unlock(client, taken);
+        return 'taken';
+      }
+      taken.push(key);
+      this.#held.add(key);
+    }
+    if (await loadedSince(client, this.#schema, group, this.#since!)) {
+      await this.release(group);
+      return 'done';
+    }
+    return 'claimed';
+  }
+
+  /** Waits until the group is free, then claims it (or finds it loaded by the process that held it). */
+  async waitFor(group: readonly Window[], signal: AbortSignal): Promise<Exclude<ClaimOutcome, 'taken'>> {
+    let told = false;
+    for (;;) {
+      signal.throwIfAborted();
+      const outcome = await this.claim(group);
+      if (outcome !== 'taken') return outcome;
+      if (!told) {
+        this.#logger.info(
+          { windows: group.map(windowLabel) },
+          'waiting for another process to finish these windows',
+        );
+        told = true;
+      }
+      await sleep(WAIT_MS, undefined, { signal });
+    }
+  }
+
+  /**
+   * Whether this run still holds the group: false when its claims connection was lost (then it claims the group
+   * again on a new one, unless another process took it meanwhile).
+   */
+  async holds(group: readonly Window[]): Promise<boolean> {
+    const keys = group.map((w) => windowClaimKey(this.#schema, w));
+    const pid = this.#pid;
+    const client = await this.#session();
+    if (pid === this.#pid) {
+      const holders = await lockHolders(client, keys);
+      if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return true;
+    }
+    return (await this.claim(group)) === 'claimed';
+  }
+
+  async release(group: readonly Window[]): Promise<void> {
+    const keys = group.map((w) => windowClaimKey(this.#schema, w)).filter((key) => this.#held.has(key));
+    if (this.#client === undefined || keys.length === 0) return;
+    await this.#unlock(this.#client, keys).catch((error: unknown) => {
+      // A lost connection released them already.
+      this.#logger.debug({ err: error }, 'could not release window claims');
+    });
+  }
+
+  /** Lets go of every claim and the connection. */
+  async close(): Promise<void> {
+    const client = this.#client;
+    this.#client = undefined;
+    this.#held.clear();
+    // Ending the session frees its locks: nothing to unlock one by one.
+    client?.release(true);
+  }
+
+  /** The pid of this run's claims connection (0 before the first claim). */
+  get pid(): number {
+    return this.#pid;
+  }
+
+  /** Who else holds the claims of these windows now (this run's own claims aside). */
+  async heldByOthers(windows: readonly Window[]): Promise<Window[]> {
+    const client = await this.#session();
+    const holders = await lockHolders(
+      client,
+      windows.map((w) => windowClaimKey(this.#schema, w)),
+    );
+    return windows.filter((w) =>
+      (holders.get(windowClaimKey(this.#schema, w)) ?? []).some((h: LockHolder) => h.pid !== this.#pid),
+    );
+  }
+
+  async #session(): Promise<pg.PoolClient> {
+    if (this.#client !== undefined) return this.#client;
+    const client = await this.#pool.connect();
+    client.on('error', (error) => {
+      // The session and every claim on it are gone (a killed backend, a network cut): the next call opens another.
+      if (this.#client !== client) return;
+      this.#logger.warn({ err: error }, 'the window claims connection was lost');
+      this.#client = undefined;
+      this.#held.clear();
+      client.release(error);
+    });
+    const { rows } = await client.query<{ pid: number; now: Date }>('SELECT pg_backend_pid() AS pid, now()');
+    this.#client = client;
+    this.#pid = rows[0]?.pid ?? 0;
+    this.#since ??= rows[0]?.now;
+    return client;
+  }
+
+  async #unlock(client: pg.PoolClient, keys: readonly string[]): Promise<void> {
+    for (const key of keys) {
+      await unlockSession(client, key);
+      this.#held.delete(key);
+    }
+  }
+}
