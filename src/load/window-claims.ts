@@ -25,7 +25,8 @@ export class WindowClaims {
   readonly #pool: pg.Pool;
   readonly #schema: string;
   readonly #logger: Logger;
-  #client: pg.PoolClient | undefined;
+  /** The session's connection, shared by concurrent callers from the moment it is asked for. */
+  #client: Promise<pg.PoolClient> | undefined;
   #pid = 0;
   /** The database's clock when the run began: "loaded since" is read on that clock, whatever the machines'. */
   #since: Date | undefined;
@@ -36,6 +37,14 @@ export class WindowClaims {
     this.#pool = pool;
     this.#schema = schema;
     this.#logger = logger;
+  }
+
+  /**
+   * Opens the claims connection and reads the database's clock: call it before the run reads which windows are
+   * loaded, so that every window loaded after that reading counts as loaded by another process.
+   */
+  async start(): Promise<void> {
+    await this.#session();
   }
 
   /** Claims every window of a group, or none; then tells whether another process loaded them meanwhile. */
@@ -94,7 +103,7 @@ export class WindowClaims {
   async release(group: readonly Window[]): Promise<void> {
     const keys = group.map((w) => windowClaimKey(this.#schema, w)).filter((key) => this.#held.has(key));
     if (this.#client === undefined || keys.length === 0) return;
-    await this.#unlock(this.#client, keys).catch((error: unknown) => {
+    await this.#unlock(await this.#client, keys).catch((error: unknown) => {
       // A lost connection released them already.
       this.#logger.debug({ err: error }, 'could not release window claims');
     });
@@ -106,7 +115,7 @@ export class WindowClaims {
     this.#client = undefined;
     this.#held.clear();
     // Ending the session frees its locks: nothing to unlock one by one.
-    client?.release(true);
+    (await client?.catch(() => undefined))?.release(true);
   }
 
   /** The pid of this run's claims connection (0 before the first claim). */
@@ -126,19 +135,26 @@ export class WindowClaims {
     );
   }
 
-  async #session(): Promise<pg.PoolClient> {
-    if (this.#client !== undefined) return this.#client;
+  #session(): Promise<pg.PoolClient> {
+    this.#client ??= this.#connect().catch((error: unknown) => {
+      this.#client = undefined;
+      throw error;
+    });
+    return this.#client;
+  }
+
+  async #connect(): Promise<pg.PoolClient> {
     const client = await this.#pool.connect();
+    const session = this.#client;
     client.on('error', (error) => {
       // The session and every claim on it are gone (a killed backend, a network cut): the next call opens another.
-      if (this.#client !== client) return;
+      if (this.#client !== session) return;
       this.#logger.warn({ err: error }, 'the window claims connection was lost');
       this.#client = undefined;
       this.#held.clear();
       client.release(error);
     });
     const { rows } = await client.query<{ pid: number; now: Date }>('SELECT pg_backend_pid() AS pid, now()');
-    this.#client = client;
     this.#pid = rows[0]?.pid ?? 0;
     this.#since ??= rows[0]?.now;
     return client;

@@ -111,6 +111,7 @@ async function loadRun(
   const { config, pool, stop, loader, logger } = run;
   const signal = stop.signal;
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
+  await claims.start();
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
   await lock.share();
   const outcome = await loadGroups(new RunWindow(run), prepared.groups, {

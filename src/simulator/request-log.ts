@@ -13,8 +13,11 @@ export interface SimulatorStats {
   byStatus: Record<string, number>;
   /** POST /reports/posts answered 200. */
   creationCalls: number;
-  /** The same, by the window asked for (`start..end`), reused reports included: who asked for what, how often. */
-  creationCallsByWindow: Record<string, number>;
+  /**
+   * The same, by the window asked for (`start..end`), reused reports included: when each call came (ms since the
+   * epoch, real time), so that calls by processes alive at the same time can be told apart from a retry after one died.
+   */
+  creationCallsByWindow: Record<string, number[]>;
   /** Distinct new report ids created. */
   reportsCreated: number;
   reportsCreatedByStartDate: Record<string, number>;
@@ -44,7 +47,7 @@ export class RequestLog {
   readonly #byRoute: Record<string, number> = {};
   readonly #byStatus: Record<string, number> = {};
   readonly #byStartDate: Record<string, number> = {};
-  readonly #callsByWindow: Record<string, number> = {};
+  readonly #callsByWindow: Record<string, number[]> = {};
   readonly #faults: Record<string, number> = {};
 
   request(entry: RecordedRequest): void {
@@ -70,7 +73,8 @@ export class RequestLog {
 
   creationCall(startDate: string, endDate: string): void {
     this.#creationCalls++;
-    increment(this.#callsByWindow, `${startDate}..${endDate}`);
+    const window = `${startDate}..${endDate}`;
+    this.#callsByWindow[window] = [...(this.#callsByWindow[window] ?? []), Date.now()];
   }
 
   reportCreated(startDate: string): void {
@@ -84,7 +88,9 @@ export class RequestLog {
       byRoute: { ...this.#byRoute },
       byStatus: { ...this.#byStatus },
       creationCalls: this.#creationCalls,
-      creationCallsByWindow: { ...this.#callsByWindow },
+      creationCallsByWindow: Object.fromEntries(
+        Object.entries(this.#callsByWindow).map(([window, times]) => [window, [...times]]),
+      ),
       reportsCreated: this.#reportsCreated,
       reportsCreatedByStartDate: { ...this.#byStartDate },
       faults: { ...this.#faults },
