@@ -1,11 +1,17 @@
 import { ApiClient } from '../api/client.js';
 import type { Flags } from '../config.js';
+import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { asStoreError, createPool } from '../load/database.js';
 import { acquireRunLock } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
+import { todayUtc } from '../model/dates.js';
+import { backfillRange } from '../pipeline/backfill.js';
+import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
+import type { LoadedHistory } from '../pipeline/run-request.js';
 import { readSchemaStatus } from '../pipeline/schema-status.js';
+import { syncRange } from '../pipeline/sync.js';
 import { commandContext } from './context.js';
 import { classify, type Io, printError } from './run-output.js';
 
@@ -83,6 +89,34 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
           `${w.start}..${w.end}  ${w.standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
         );
       }
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
+export interface PlanArgs {
+  readonly from?: string;
+  readonly to?: string;
+  readonly reload: boolean;
+  readonly sync: boolean;
+}
+
+/** `plan`: the windows a backfill (or, with --sync, a sync) would load, one JSON line each; reads only. */
+export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<number> {
+  return guarded(io, async () => {
+    const { config, logger } = commandContext(flags, { db: true }, io.signal);
+    const dates = [args.from, args.to].filter((d) => d !== undefined).length;
+    if (args.sync ? dates > 0 : dates < 2) {
+      throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
+    }
+    const resolve = args.sync
+      ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), false)
+      : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
+    const pool = createPool(config.db, logger, { max: 1 });
+    try {
+      for (const window of await planRun(pool, config, resolve))
+        io.stdout.write(`${JSON.stringify(window)}\n`);
     } finally {
       await pool.end();
     }

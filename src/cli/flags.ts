@@ -32,7 +32,7 @@ export function collectFlags(options: Record<string, unknown>, names: readonly S
 }
 
 export const API_FLAGS: readonly SettingName[] = ['baseUrl', 'allowHttp', 'postIdField'];
-export const DB_FLAGS: readonly SettingName[] = ['databaseUrl', 'schema', 'lockWaitMs'];
+export const DB_FLAGS: readonly SettingName[] = ['databaseUrl', 'schema', 'partitionPeriod', 'lockWaitMs'];
 export const RUN_FLAGS: readonly SettingName[] = [
   'windowDays',
   'concurrency',

@@ -6,7 +6,7 @@ import { SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
 import { VERSION } from '../version.js';
-import { dimensionsCommand, migrateCommand, statusCommand } from './admin-commands.js';
+import { dimensionsCommand, migrateCommand, planCommand, statusCommand } from './admin-commands.js';
 import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
 import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAGS } from './flags.js';
@@ -145,7 +145,7 @@ function demoCommandOf(io: Io): Command {
     });
 }
 
-/** migrate, status and dimensions. */
+/** migrate, status, plan and dimensions. */
 function adminCommandsOf(io: Io): Command[] {
   const migrate = addSettingFlags(new Command('migrate').description('Apply pending database migrations'), [
     ...DB_FLAGS,
@@ -178,7 +178,27 @@ function adminCommandsOf(io: Io): Command[] {
     process.exitCode = await dimensionsCommand(io, collectFlags(options, [...API_FLAGS, ...LOG_FLAGS]));
   });
 
-  return [migrate, status, dimensions];
+  const planFlags = [...DB_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...LOG_FLAGS] as const;
+  const plan = addSettingFlags(
+    new Command('plan')
+      .description(
+        'Print the windows a backfill (or a sync, with --sync) would load, one JSON line each, with their state; reads only',
+      )
+      .option('--from <date>', 'first date of the backfill, YYYY-MM-DD')
+      .option('--to <date>', 'last date of the backfill, YYYY-MM-DD (inclusive)')
+      .option('--reload', 'as a backfill --reload would')
+      .option('--sync', 'what a sync would load now'),
+    planFlags,
+  ).action(async (options: Record<string, unknown>) => {
+    process.exitCode = await planCommand(io, collectFlags(options, planFlags), {
+      ...(typeof options.from === 'string' ? { from: options.from } : {}),
+      ...(typeof options.to === 'string' ? { to: options.to } : {}),
+      reload: options.reload === true,
+      sync: options.sync === true,
+    });
+  });
+
+  return [migrate, status, plan, dimensions];
 }
 
 function simulatorCommandOf(io: Io): Command {

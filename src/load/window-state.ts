@@ -41,6 +41,8 @@ export interface WindowState extends Window {
   readonly rowCount: number | null;
   readonly attempts: number;
   readonly lastError: string | null;
+  /** When the latest attempt ended (loaded or failed). */
+  readonly finishedAt: Date | null;
   readonly updatedAt: Date;
 }
 
@@ -169,7 +171,7 @@ export async function readCursor(db: Queryable, schema: string): Promise<string 
 
 const WINDOW_COLUMNS = `to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
   report_id, attempt_report_id, to_char(loaded_through, 'YYYY-MM-DD') AS loaded_through, status, pages_staged,
-  row_count::float8 AS row_count, attempts, last_error, updated_at`;
+  row_count::float8 AS row_count, attempts, last_error, finished_at, updated_at`;
 
 interface WindowRow {
   start: string;
@@ -182,6 +184,7 @@ interface WindowRow {
   row_count: number | null;
   attempts: number;
   last_error: string | null;
+  finished_at: Date | null;
   updated_at: Date;
 }
 
@@ -197,6 +200,7 @@ function toWindowState(row: WindowRow): WindowState {
     rowCount: row.row_count,
     attempts: row.attempts,
     lastError: row.last_error,
+    finishedAt: row.finished_at,
     updatedAt: row.updated_at,
   };
 }

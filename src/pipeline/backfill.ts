@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { todayUtc } from '../model/dates.js';
 import { executeRun } from './run.js';
 import type { RunContext } from './run-context.js';
+import type { RunRange } from './run-request.js';
 import type { RunSummary } from './run-summary.js';
 import { cutWindows } from './windows.js';
 
@@ -19,6 +20,19 @@ export interface BackfillOptions extends RunContext {
   readonly today?: string;
 }
 
+/** The windows of `[from, to]` (dates checked: a bad one is a ConfigError naming it). */
+export function backfillRange(
+  fromText: string,
+  toText: string,
+  windowDays: number,
+  reload: boolean,
+): RunRange {
+  const from = parseDate('--from', fromText);
+  const to = parseDate('--to', toText);
+  if (from > to) throw new ConfigError('CONFIG_INVALID', `--from ${from} is after --to ${to}`);
+  return { from, to, windows: cutWindows(from, to, windowDays), reload };
+}
+
 /**
  * Loads every window of `[from, to]`. Windows already loaded are skipped unless `reload`, or unless they were
  * loaded open (they reached the day they were loaded: the next run completes them); the incremental cursor is
@@ -26,17 +40,15 @@ export interface BackfillOptions extends RunContext {
  * (bad configuration or filters, a held lock, an unreachable database or API).
  */
 export async function backfill(options: BackfillOptions): Promise<RunSummary> {
-  const from = parseDate('--from', options.from);
-  const to = parseDate('--to', options.to);
-  if (from > to) throw new ConfigError('CONFIG_INVALID', `--from ${from} is after --to ${to}`);
+  const range = backfillRange(
+    options.from,
+    options.to,
+    options.config.run.windowDays,
+    options.reload ?? false,
+  );
   return executeRun(options, {
     command: 'backfill',
-    resolve: () => ({
-      from,
-      to,
-      windows: cutWindows(from, to, options.config.run.windowDays),
-      reload: options.reload ?? false,
-    }),
+    resolve: () => range,
     reset: options.reset ?? false,
     moveCursor: false,
     today: options.today ?? todayUtc(),

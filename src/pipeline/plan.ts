@@ -1,0 +1,109 @@
+/*
+ * What a run would do, without doing any of it: the windows of its range, each with where it stands now and
+ * whether the run would load it. Reads only (no migration, no API call), so that an orchestrator can map tasks
+ * over it and an operator can see what will happen.
+ */
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { type LockHolder, lockHolders, windowClaimKey } from '../load/locks.js';
+import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import {
+  firstLoadedDate,
+  listWindows,
+  loadedWindows,
+  readTarget,
+  type WindowState,
+} from '../load/window-state.js';
+import { byStart, type LoadedWindow, type Window } from '../model/window.js';
+import type { LoadedHistory, RunRange } from './run-request.js';
+import { planWindows } from './windows.js';
+
+/** Where a window stands now. */
+export type PlanState = 'todo' | 'loaded' | 'failed' | 'claimed' | 'interrupted';
+
+/** One window of a plan, as `plan` prints it (one JSON line each). */
+export interface PlannedWindow extends Window {
+  readonly state: PlanState;
+  /** Whether the run would load it (a loaded window is loaded again by --reload, a sync's lookback, or when open). */
+  readonly load: boolean;
+  readonly loadedAt: string | null;
+  readonly loadedThrough: string | null;
+  readonly rows: number | null;
+  readonly lastError: string | null;
+  /** The live process working on it now. */
+  readonly claimedBy: LockHolder | null;
+}
+
+interface SchemaState {
+  readonly history: LoadedHistory;
+  readonly loaded: LoadedWindow[];
+  readonly windows: WindowState[];
+}
+
+const NOTHING: SchemaState = { history: { cursor: null, firstLoaded: null }, loaded: [], windows: [] };
+
+/** The windows `resolve` gives for what the schema holds, with their standing; `config` names the schema. */
+export async function planRun(
+  pool: pg.Pool,
+  config: Config,
+  resolve: (history: LoadedHistory) => RunRange,
+): Promise<PlannedWindow[]> {
+  const schema = config.db.schema;
+  const state = await readState(pool, schema);
+  const range = resolve(state.history);
+  const plan = planWindows(range.windows, state.loaded, {
+    reload: range.reload,
+    ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
+  });
+  const toLoad = plan.groups.flat();
+  const all = [...toLoad, ...plan.skipped].sort(byStart);
+  const holders = await lockHolders(
+    pool,
+    all.map((w) => windowClaimKey(schema, w)),
+  );
+  return all.map((window) => {
+    const recorded = state.windows.find((w) => w.start === window.start && w.end === window.end);
+    const claimedBy = holders.get(windowClaimKey(schema, window))?.[0] ?? null;
+    return {
+      start: window.start,
+      end: window.end,
+      state: claimedBy !== null ? 'claimed' : stateOf(recorded),
+      load: toLoad.includes(window),
+      loadedAt: recorded?.rowCount == null ? null : (recorded.finishedAt?.toISOString() ?? null),
+      loadedThrough: recorded?.loadedThrough ?? null,
+      rows: recorded?.rowCount ?? null,
+      lastError: recorded?.lastError ?? null,
+      claimedBy,
+    };
+  });
+}
+
+function stateOf(recorded: WindowState | undefined): PlanState {
+  switch (recorded?.status) {
+    case undefined:
+    case 'superseded':
+      return 'todo';
+    case 'loaded':
+      return 'loaded';
+    case 'failed':
+      return 'failed';
+    default:
+      return 'interrupted';
+  }
+}
+
+async function readState(pool: pg.Pool, schema: string): Promise<SchemaState> {
+  try {
+    const target = await readTarget(pool, schema);
+    if (target === null) return NOTHING;
+    return {
+      history: { cursor: target.cursorDate, firstLoaded: await firstLoadedDate(pool, schema) },
+      loaded: await loadedWindows(pool, schema),
+      windows: await listWindows(pool, schema),
+    };
+  } catch (error) {
+    // A schema not set up yet: nothing is loaded.
+    if (sqlState(error) === UNDEFINED_TABLE) return NOTHING;
+    throw error;
+  }
+}
