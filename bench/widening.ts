@@ -188,7 +188,16 @@ async function main(): Promise<void> {
       }
     }
     const lines = [
-      ['Rows', 'Windows', 'Partitions', 'Widening', 'Took', "Readers' longest wait", 'Of which the swap', 'Reader alone'],
+      [
+        'Rows',
+        'Windows',
+        'Partitions',
+        'Widening',
+        'Took',
+        "Readers' longest wait",
+        'Of which the swap',
+        'Reader alone',
+      ],
       ...results.map((r) => [
         r.rows.toLocaleString('en'),
         String(r.windows),

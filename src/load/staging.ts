@@ -35,6 +35,11 @@ export interface StagedPage {
   /** The page's next_page token (null on the last page). */
   nextPage: string | null;
   posts: readonly MappedPost[];
+  /**
+   * The report the page is from: when given, the page is staged only while the window's stage is that report's.
+   * Another process that took the window over (its claim lost) has opened a stage of its own report.
+   */
+  reportId?: string;
 }
 
 /** A page encoded for the stage by preparePage, to be written by writePage. */
@@ -42,6 +47,7 @@ export interface PreparedPage {
   readonly window: Window;
   readonly index: number;
   readonly nextPage: string | null;
+  readonly reportId: string | undefined;
   readonly rows: number;
   readonly columns: readonly PageColumn[];
   /** The stage's SQL type of each column, in the order of `columns`. */
@@ -140,6 +146,7 @@ export async function preparePage(
       window: { start: window.start, end: window.end },
       index: page.index,
       nextPage: page.nextPage,
+      reportId: page.reportId,
       rows: page.posts.length,
       columns,
       stageTypes: stageTypes(columns, registry),
@@ -213,6 +220,12 @@ function nextInLine(row: ProgressRow | undefined, prepared: PreparedPage): row i
   const { window, index } = prepared;
   const label = windowLabel(window);
   if (!row) throw new StoreError('DB_ERROR', `window ${label} is not open: call openWindow first`);
+  if (prepared.reportId !== undefined && row.report_id !== prepared.reportId) {
+    throw new StoreError(
+      'DB_ERROR',
+      `window ${label}: its stage is now report ${row.report_id}'s, not ${prepared.reportId}'s: page ${index + 1} is not staged`,
+    );
+  }
   if (index < row.pages_staged) return false;
   if (index > row.pages_staged) {
     throw new StoreError(

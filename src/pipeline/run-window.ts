@@ -186,7 +186,7 @@ export class RunWindow {
         // The pager counts pages from 1, as messages do; the stage counts from 0.
         const prepared = await loader.preparePage(
           window,
-          { index: page.index - 1, nextPage: page.nextPage, posts: mapped },
+          { index: page.index - 1, nextPage: page.nextPage, posts: mapped, reportId },
           watchdog.signal,
         );
         watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);

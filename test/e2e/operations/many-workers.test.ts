@@ -106,7 +106,9 @@ describe('many processes on one schema (the built CLI)', () => {
     for (const [window, times] of Object.entries(calls)) {
       for (let i = 1; i < times.length; i++) {
         const diedBetween = kills.some((kill) => times[i - 1]! < kill && kill <= times[i]!);
-        expect(diedBetween, `${window} asked for at ${times.join(', ')}; kills at ${kills.join(', ')}`).toBe(true);
+        expect(diedBetween, `${window} asked for at ${times.join(', ')}; kills at ${kills.join(', ')}`).toBe(
+          true,
+        );
       }
     }
     expect(await exact(schema, '2025-09-01', '2025-11-23')).toEqual([]);
@@ -125,7 +127,9 @@ describe('many processes on one schema (the built CLI)', () => {
     const running = await run.done;
     expect(running.code, running.stderr.slice(-2000)).toBe(0);
     expect(reset.code, reset.stderr.slice(-2000)).toBe(0);
-    expect(reset.stderr).toContain('--reset needs schema \\"reset_waits\\" alone, and other runs are working on it');
+    expect(reset.stderr).toContain(
+      '--reset needs schema \\"reset_waits\\" alone, and other runs are working on it',
+    );
     // The reset came after the run: what it loaded is gone, and the sync loaded from its start date.
     const { rows } = await db.pool.query<{ first: string }>(
       `SELECT min(_window_start)::text AS first FROM ${schema}.posts`,

@@ -14,7 +14,13 @@ const db = await createTestDatabase();
 const log = captureLogger();
 const APP = 'loader-under-test';
 const pool = createPool(
-  { url: new Secret(db.url), schema: target.schema, statementTimeoutMs: 60_000, lockWaitMs: 1000, partitionPeriod: 'year' },
+  {
+    url: new Secret(db.url),
+    schema: target.schema,
+    statementTimeoutMs: 60_000,
+    lockWaitMs: 1000,
+    partitionPeriod: 'year',
+  },
   log.logger,
   { max: 3, applicationName: APP },
 );

@@ -190,6 +190,21 @@ describe('window-atomic loads', () => {
     }
   });
 
+  it('refuses a page of a report whose stage another process replaced with its own', async () => {
+    const w = { start: '2026-04-13', end: '2026-04-19' };
+    await loader.openWindow(w, 'rep-a');
+    await stagePage(loader, w, { index: 0, nextPage: 'a1', posts: windowPosts([1], 'a'), reportId: 'rep-a' });
+    // The window's claim was lost and another process opened it for its own report.
+    const other = new Loader(db.pool, target, log.logger);
+    await other.openWindow(w, 'rep-b');
+    await expect(
+      stagePage(loader, w, { index: 1, nextPage: null, posts: windowPosts([2], 'a'), reportId: 'rep-a' }),
+    ).rejects.toThrow(/its stage is now report rep-b's, not rep-a's: page 2 is not staged/);
+    await stagePage(other, w, { index: 0, nextPage: null, posts: windowPosts([3], 'b'), reportId: 'rep-b' });
+    await other.commitWindows([w]);
+    expect(await idsOf(db.pool, w)).toEqual(['3']);
+  });
+
   it('resumes a window from the next page after a restart, and restarts for another report', async () => {
     const w = { start: '2026-04-01', end: '2026-04-07' };
     const pages = [windowPosts([1, 2], 'p0'), windowPosts([3], 'p1'), windowPosts([4, 5], 'p2')];
