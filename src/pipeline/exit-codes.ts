@@ -33,7 +33,11 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
     meaning:
       "partial failure: some windows failed (named in the summary and on stderr; a 400 on report creation fails its window with the API's message); the others are loaded",
   },
-  { code: EXIT.lockHeld, meaning: "another run holds the schema's lock" },
+  {
+    code: EXIT.lockHeld,
+    meaning:
+      'a `--reset` or a migration (`migrate`, or a run of a newer version) waited `POST_REPORTS_LOCK_WAIT_MS` for the runs on the schema to end, or a run waited that long for one of them: runs themselves share a schema',
+  },
   {
     code: EXIT.interrupted,
     meaning: 'interrupted by SIGINT or SIGTERM: the window in progress was rolled back, the lock released',

@@ -191,19 +191,20 @@ describe('the database side', () => {
     });
   }
 
-  it('another run holding the schema longer than POST_REPORTS_LOCK_WAIT_MS: LOCK_HELD (exit 4)', async () => {
+  it('a reset waiting longer than POST_REPORTS_LOCK_WAIT_MS for a run on the schema: LOCK_HELD (exit 4)', async () => {
     const sim = await simulator({ seed: 46, postsPerDay: 5, generationDelayMs: 3_600_000 });
-    // The first run holds the run lock while it polls a report that takes an hour.
+    // The first run shares the schema while it polls a report that takes an hour; a reset needs it alone.
     const holding = startCli(backfill('run_lock'), cliEnv(sim, db.url));
     await holding.waitForOutput('"msg":"report created"');
     const result = await runCli(
-      backfill('run_lock'),
+      [...backfill('run_lock'), '--reset'],
       cliEnv(sim, db.url, { POST_REPORTS_LOCK_WAIT_MS: '1000' }),
     );
     holding.child.kill('SIGTERM');
     expect(runError(result, 4)).toEqual({
       code: 'LOCK_HELD',
-      message: 'another run holds the lock on schema "run_lock"; waited 1 s (POST_REPORTS_LOCK_WAIT_MS)',
+      message:
+        '--reset needs schema "run_lock" alone, and other runs are working on it; waited 1 s (POST_REPORTS_LOCK_WAIT_MS)',
     });
     expect(result.summary).toMatchObject({ status: 'lock_held', exitCode: 4 });
     expect((await holding.done).code).toBe(130);
