@@ -32,6 +32,8 @@ export class WindowClaims {
   #since: Date | undefined;
   /** Keys held by the current session. */
   readonly #held = new Set<string>();
+  /** The session serves one caller at a time: a pg client runs one query at a time, and a claim is several. */
+  #turn: Promise<unknown> = Promise.resolve();
 
   constructor(pool: pg.Pool, schema: string, logger: Logger) {
     this.#pool = pool;
@@ -44,11 +46,15 @@ export class WindowClaims {
    * loaded, so that every window loaded after that reading counts as loaded by another process.
    */
   async start(): Promise<void> {
-    await this.#session();
+    await this.#inTurn(() => this.#session());
   }
 
   /** Claims every window of a group, or none; then tells whether another process loaded them meanwhile. */
-  async claim(group: readonly Window[]): Promise<ClaimOutcome> {
+  claim(group: readonly Window[]): Promise<ClaimOutcome> {
+    return this.#inTurn(() => this.#claim(group));
+  }
+
+  async #claim(group: readonly Window[]): Promise<ClaimOutcome> {
     const client = await this.#session();
     const keys = group.map((w) => windowClaimKey(this.#schema, w));
     const taken: string[] = [];
@@ -61,7 +67,7 @@ export class WindowClaims {
       this.#held.add(key);
     }
     if (await loadedSince(client, this.#schema, group, this.#since!)) {
-      await this.release(group);
+      await this.#unlock(client, keys);
       return 'done';
     }
     return 'claimed';
@@ -89,23 +95,27 @@ export class WindowClaims {
    * Whether this run still holds the group: false when its claims connection was lost (then it claims the group
    * again on a new one, unless another process took it meanwhile).
    */
-  async holds(group: readonly Window[]): Promise<boolean> {
-    const keys = group.map((w) => windowClaimKey(this.#schema, w));
-    const pid = this.#pid;
-    const client = await this.#session();
-    if (pid === this.#pid) {
-      const holders = await lockHolders(client, keys);
-      if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return true;
-    }
-    return (await this.claim(group)) === 'claimed';
+  holds(group: readonly Window[]): Promise<boolean> {
+    return this.#inTurn(async () => {
+      const keys = group.map((w) => windowClaimKey(this.#schema, w));
+      const pid = this.#pid;
+      const client = await this.#session();
+      if (pid === this.#pid) {
+        const holders = await lockHolders(client, keys);
+        if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return true;
+      }
+      return (await this.#claim(group)) === 'claimed';
+    });
   }
 
-  async release(group: readonly Window[]): Promise<void> {
-    const keys = group.map((w) => windowClaimKey(this.#schema, w)).filter((key) => this.#held.has(key));
-    if (this.#client === undefined || keys.length === 0) return;
-    await this.#unlock(await this.#client, keys).catch((error: unknown) => {
-      // A lost connection released them already.
-      this.#logger.debug({ err: error }, 'could not release window claims');
+  release(group: readonly Window[]): Promise<void> {
+    return this.#inTurn(async () => {
+      const keys = group.map((w) => windowClaimKey(this.#schema, w)).filter((key) => this.#held.has(key));
+      if (this.#client === undefined || keys.length === 0) return;
+      await this.#unlock(await this.#client, keys).catch((error: unknown) => {
+        // A lost connection released them already.
+        this.#logger.debug({ err: error }, 'could not release window claims');
+      });
     });
   }
 
@@ -124,15 +134,23 @@ export class WindowClaims {
   }
 
   /** Who else holds the claims of these windows now (this run's own claims aside). */
-  async heldByOthers(windows: readonly Window[]): Promise<Window[]> {
-    const client = await this.#session();
-    const holders = await lockHolders(
-      client,
-      windows.map((w) => windowClaimKey(this.#schema, w)),
-    );
-    return windows.filter((w) =>
-      (holders.get(windowClaimKey(this.#schema, w)) ?? []).some((h: LockHolder) => h.pid !== this.#pid),
-    );
+  heldByOthers(windows: readonly Window[]): Promise<Window[]> {
+    return this.#inTurn(async () => {
+      const client = await this.#session();
+      const holders = await lockHolders(
+        client,
+        windows.map((w) => windowClaimKey(this.#schema, w)),
+      );
+      return windows.filter((w) =>
+        (holders.get(windowClaimKey(this.#schema, w)) ?? []).some((h: LockHolder) => h.pid !== this.#pid),
+      );
+    });
+  }
+
+  #inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const turn = this.#turn.then(work, work);
+    this.#turn = turn.catch(() => undefined);
+    return turn;
   }
 
   #session(): Promise<pg.PoolClient> {

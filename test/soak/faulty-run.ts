@@ -1,19 +1,54 @@
 import type pg from 'pg';
 import type { RunningSimulator } from '../../src/simulator/server.js';
-import { type CliResult, startCli } from '../helpers/cli.js';
+import { type CliResult, type CliRun, startCli } from '../helpers/cli.js';
 import type { FaultAction, FaultPlan, TimedFault } from './fault-plan.js';
+
+type Signal = 'SIGKILL' | 'SIGTERM';
 
 export interface FaultyRunResult {
   readonly result: CliResult;
   /** Timed actions that fired before the process ended, by action type. */
   readonly fired: readonly FaultAction['type'][];
-  readonly signalled: 'SIGKILL' | 'SIGTERM' | null;
+  readonly signalled: Signal | null;
   /** Backends terminated by pg_terminate_backend. */
   readonly backendsKilled: number;
   /** Windows the run logged as committed ("windows committed" lines). */
   readonly committed: ReadonlySet<string>;
   /** True when the harness guard had to kill the process: a hang. */
   readonly hung: boolean;
+}
+
+/** One process of a run started at once with others (see faultyProcesses). */
+export interface ProcessOutcome {
+  readonly result: CliResult;
+  /** The signal the harness sent this process, if it was the one a kill hit. */
+  readonly signalled: Signal | null;
+  readonly committed: ReadonlySet<string>;
+  readonly hung: boolean;
+}
+
+export interface FaultyProcessesResult {
+  readonly processes: readonly ProcessOutcome[];
+  /** Timed actions that fired while a process was alive, by action type. */
+  readonly fired: readonly FaultAction['type'][];
+  /** Backends terminated by pg_terminate_backend (every process's). */
+  readonly backendsKilled: number;
+}
+
+export interface FaultyProcessesOptions {
+  /** The process a kill on a timer hits (default the first). */
+  readonly victim?: number;
+  /**
+   * When the delays of timed faults start (default: when the processes start). Several processes starting at once
+   * take longer to reach the API than one: timing from their first API call keeps the faults on the load.
+   */
+  readonly timersFrom?: Promise<void>;
+}
+
+/** A process to start: its arguments and its environment. */
+export interface ProcessCommand {
+  readonly args: readonly string[];
+  readonly env: Record<string, string>;
 }
 
 const KILL_BACKENDS = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
@@ -34,29 +69,49 @@ export function committedWindows(stderr: string): Set<string> {
   return out;
 }
 
+/** Calls `onMessage` with the msg of each JSON log line of `run`'s stderr, as it comes. */
+function onLogMessages(run: CliRun, onMessage: (msg: string) => void): void {
+  let buffer = '';
+  run.child.stderr?.on('data', (chunk: string | Buffer) => {
+    buffer += chunk.toString();
+    const lines = buffer.split('\n');
+    buffer = lines.pop() ?? '';
+    for (const line of lines) {
+      const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
+      if (msg !== undefined) onMessage(msg);
+    }
+  });
+}
+
 /**
- * Runs the built CLI once with a fault plan: the knobs are set before it starts, the timed faults fire on their
- * trigger (a delay, or the n-th log line with a message), and nothing fires after the process has ended.
+ * Runs the built CLI once per command, all started at the same moment, with one fault plan: the knobs are set
+ * before they start, and the timed faults fire on their trigger (a delay, or the n-th log line with a message,
+ * counted over every process's log), never once every process has ended. API faults strike whoever asks; a
+ * database kill strikes every process's backends; a signal strikes one process: on a log line, the one that
+ * printed it (at work, then), on a timer the victim (or, once it has ended, the first process still alive).
  */
-export async function faultyRun(
-  args: readonly string[],
-  env: Record<string, string>,
+export async function faultyProcesses(
+  commands: readonly ProcessCommand[],
   sim: RunningSimulator,
   admin: pg.Pool,
   plan: FaultPlan,
   guardMs: number,
-): Promise<FaultyRunResult> {
+  options: FaultyProcessesOptions = {},
+): Promise<FaultyProcessesResult> {
+  const victim = options.victim ?? 0;
   sim.setFaults(plan.initial);
-  const run = startCli(args, env);
-  let ended = false;
-  let signalled: 'SIGKILL' | 'SIGTERM' | null = null;
+  const runs = commands.map((command) => startCli(command.args, command.env));
+  const ended = runs.map(() => false);
+  const signalled: (Signal | null)[] = runs.map(() => null);
+  const hung = runs.map(() => false);
+  let signalSent = false;
   let backendsKilled = 0;
   const fired: FaultAction['type'][] = [];
   const pending: Promise<void>[] = [];
   const timers: NodeJS.Timeout[] = [];
 
-  const fire = (fault: TimedFault): void => {
-    if (ended) return;
+  const fire = (fault: TimedFault, by: number | null): void => {
+    if (ended.every(Boolean)) return;
     const { action } = fault;
     fired.push(action.type);
     switch (action.type) {
@@ -76,45 +131,80 @@ export async function faultyRun(
           }),
         );
         break;
-      case 'signal':
-        if (signalled === null) {
-          signalled = action.signal;
-          run.child.kill(action.signal);
+      case 'signal': {
+        const target = by ?? (ended[victim] === false ? victim : ended.indexOf(false));
+        if (!signalSent && target >= 0) {
+          signalSent = true;
+          signalled[target] = action.signal;
+          runs[target]?.child.kill(action.signal);
         }
         break;
+      }
     }
   };
 
   const byLog = plan.timed.filter((t) => 'afterLog' in t.trigger);
   const seen = new Map<string, number>();
-  let buffer = '';
-  run.child.stderr?.on('data', (chunk: string | Buffer) => {
-    buffer += chunk.toString();
-    const lines = buffer.split('\n');
-    buffer = lines.pop() ?? '';
-    for (const line of lines) {
-      const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
-      if (msg === undefined) continue;
+  for (const [index, run] of runs.entries()) {
+    onLogMessages(run, (msg) => {
       const n = (seen.get(msg) ?? 0) + 1;
       seen.set(msg, n);
       for (const t of byLog) {
-        if ('afterLog' in t.trigger && t.trigger.afterLog === msg && t.trigger.nth === n) fire(t);
+        if ('afterLog' in t.trigger && t.trigger.afterLog === msg && t.trigger.nth === n) fire(t, index);
       }
-    }
-  });
-  for (const t of plan.timed) {
-    if ('afterMs' in t.trigger) timers.push(setTimeout(() => fire(t), t.trigger.afterMs));
+    });
   }
-  let hung = false;
-  const guard = setTimeout(() => {
-    hung = true;
-    run.child.kill('SIGKILL');
-  }, guardMs);
-  const result = await run.done;
-  ended = true;
+  let over = false;
+  const armTimers = (): void => {
+    if (over) return;
+    for (const t of plan.timed) {
+      if ('afterMs' in t.trigger) timers.push(setTimeout(() => fire(t, null), t.trigger.afterMs));
+    }
+  };
+  if (options.timersFrom === undefined) armTimers();
+  else void options.timersFrom.then(armTimers);
+  const results = await Promise.all(
+    runs.map(async (run, index) => {
+      const guard = setTimeout(() => {
+        hung[index] = true;
+        run.child.kill('SIGKILL');
+      }, guardMs);
+      const result = await run.done;
+      ended[index] = true;
+      clearTimeout(guard);
+      return result;
+    }),
+  );
+  over = true;
   sim.endCreationOutage();
-  clearTimeout(guard);
   for (const timer of timers) clearTimeout(timer);
   await Promise.allSettled(pending);
-  return { result, fired, signalled, backendsKilled, committed: committedWindows(result.stderr), hung };
+  const processes = results.map((result, index) => ({
+    result,
+    signalled: signalled[index] ?? null,
+    committed: committedWindows(result.stderr),
+    hung: hung[index] ?? false,
+  }));
+  return { processes, fired, backendsKilled };
+}
+
+/** Runs the built CLI once with a fault plan (faultyProcesses with one process). */
+export async function faultyRun(
+  args: readonly string[],
+  env: Record<string, string>,
+  sim: RunningSimulator,
+  admin: pg.Pool,
+  plan: FaultPlan,
+  guardMs: number,
+): Promise<FaultyRunResult> {
+  const { processes, fired, backendsKilled } = await faultyProcesses(
+    [{ args, env }],
+    sim,
+    admin,
+    plan,
+    guardMs,
+  );
+  const [only] = processes;
+  if (only === undefined) throw new Error('faultyProcesses returned no process');
+  return { ...only, fired, backendsKilled };
 }

@@ -1,14 +1,31 @@
+/** One part of a soak: its runs, plain or concurrent. */
+export interface SoakPhase {
+  readonly runs: number;
+  /** Each faulty run starts 2 to 4 processes at once on the episode's schema (a --reset run stays alone). */
+  readonly concurrent: boolean;
+}
+
 /** What one soak does: replayable from its seed. */
 export interface SoakOptions {
   readonly seed: number;
-  readonly runs: number;
+  /** Each phase draws from the seed afresh: `--seed N --runs M [--concurrent]` replays one alone. */
+  readonly phases: readonly SoakPhase[];
   /** Harness guard: a CLI run still alive after this is killed and counted as a hang. */
   readonly runGuardMs: number;
   readonly databaseUrl: string;
   readonly verbose: boolean;
 }
 
+/** What the runs of one phase see. */
+export type PhaseOptions = SoakPhase & Pick<SoakOptions, 'seed' | 'runGuardMs' | 'verbose'>;
+
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** `--ci`: 40 plain runs (about 136 s), then 15 concurrent ones (about a minute). */
+const CI_PHASES: readonly SoakPhase[] = [
+  { runs: 40, concurrent: false },
+  { runs: 15, concurrent: true },
+];
 
 function integerArg(name: string, text: string | undefined): number {
   const value = text !== undefined && /^\d+$/.test(text) ? Number(text) : Number.NaN;
@@ -17,26 +34,36 @@ function integerArg(name: string, text: string | undefined): number {
 }
 
 /**
- * `--seed N` (default: drawn and printed), `--runs M` (default 300), `--ci` (30+ short runs), `--verbose`.
+ * `--seed N` (default: drawn and printed), `--runs M` (default 300), `--concurrent`, `--verbose`; or `--ci`
+ * (40 plain runs, then 15 concurrent ones, whose faults are planned and served as one soak).
  * The server comes from TEST_DATABASE_URL, else the local default.
  */
 export function parseSoakArgs(argv: readonly string[], env: NodeJS.ProcessEnv): SoakOptions {
   let seed = Math.floor(Math.random() * 2 ** 31);
-  let runs = 300;
+  let runs: number | undefined;
   let verbose = false;
+  let concurrent = false;
+  let ci = false;
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
     if (arg === '--') continue;
     if (arg === '--seed') seed = integerArg('--seed', argv[++i]);
     else if (arg === '--runs') runs = integerArg('--runs', argv[++i]);
-    else if (arg === '--ci') runs = 40;
+    else if (arg === '--ci') ci = true;
+    else if (arg === '--concurrent') concurrent = true;
     else if (arg === '--verbose') verbose = true;
-    else
-      throw new RangeError(`unknown soak argument ${JSON.stringify(arg)} (--seed N --runs M --ci --verbose)`);
+    else {
+      throw new RangeError(
+        `unknown soak argument ${JSON.stringify(arg)} (--seed N --runs M --concurrent --verbose, or --ci)`,
+      );
+    }
+  }
+  if (ci && (runs !== undefined || concurrent)) {
+    throw new RangeError('--ci sets the runs itself: pass it without --runs and --concurrent');
   }
   return {
     seed,
-    runs,
+    phases: ci ? CI_PHASES : [{ runs: runs ?? 300, concurrent }],
     runGuardMs: 90_000,
     databaseUrl: env.TEST_DATABASE_URL ?? DEFAULT_DATABASE_URL,
     verbose,

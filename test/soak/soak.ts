@@ -3,20 +3,55 @@
  * randomized faults from a printed seed. After every run the tables are checked against the checker's own
  * ledger (verify-tables.ts); after each episode's final clean run, every window must hold the simulator's
  * current truth. A fault counts only when it was served. `npm run soak -- --seed N --runs M` replays.
+ *
+ * With --concurrent, each faulty run starts 2 to 4 processes at the same moment on the episode's schema
+ * (concurrent-plan.ts, concurrent-run.ts): a window may be loaded by any of them, and the tables are checked
+ * against the ledger all the same; the API calls go through a recording proxy, one port per process, which tells
+ * whether two processes ever worked on one window at once.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
-import { addDays } from '../../src/model/dates.js';
+import { addDays, todayUtc } from '../../src/model/dates.js';
+import type { Window } from '../../src/model/window.js';
+import { EXIT } from '../../src/pipeline/exit-codes.js';
 import { cutWindows } from '../../src/pipeline/windows.js';
 import { mixSeed, Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/e2e-env.js';
-import { drawFaultPlan, FAULT_KINDS, NO_FAULTS } from './fault-plan.js';
+import { type ConcurrentPlan, drawConcurrentPlan } from './concurrent-plan.js';
+import { concurrentRun, describeProcesses } from './concurrent-run.js';
+import { allowedExits, exitLabel, lastError } from './exits.js';
+import { drawFaultPlan, FAULT_KINDS, type FaultPlan, NO_FAULTS } from './fault-plan.js';
 import { FaultTally } from './fault-tally.js';
 import { faultyRun } from './faulty-run.js';
-import { parseSoakArgs, type SoakOptions } from './soak-args.js';
+import { RecordingProxy } from './recording-proxy.js';
+import { type PhaseOptions, parseSoakArgs } from './soak-args.js';
 import { Ledger, type LedgerCheck } from './verify-tables.js';
+
+/** What the concurrent runs add to the tally. */
+interface ConcurrentTally {
+  runs: number;
+  processesPerRun: Record<string, number>;
+  shapes: Record<string, number>;
+  /** Exit codes of the processes of concurrent runs. */
+  exits: Record<string, number>;
+  /** Each run's exit codes, sorted: `0 0 3`. */
+  exitSets: Record<string, number>;
+  byOthers: number;
+  duplicates: number;
+  lockHeld: number;
+  /** --reset runs (alone) that exited 4: allowed, and reported. */
+  resetLockHeld: number;
+  unknownReports: number;
+  syncsReplaced: number;
+  /** Creation calls the simulator answered, and those the proxy handed back: the proxy saw every process. */
+  simulatorCreations: number;
+  proxyCreations: number;
+}
 
 interface Tally {
   runs: number;
@@ -28,6 +63,7 @@ interface Tally {
   exits: Record<string, number>;
   posts: number;
   failures: string[];
+  concurrent: ConcurrentTally;
 }
 
 const CLEAN_ENV = {
@@ -43,21 +79,11 @@ const CLEAN_ENV = {
 /** Past the API's report reuse period (3 h), on the simulator's clock: a re-run creates new reports. */
 const PAST_REUSE_MS = 3 * 3_600_000 + 60_000;
 
+/** Proxy ports of a concurrent episode: one a process, at most four processes a run. */
+const PROXY_PORTS = 4;
+
 function add(counts: Record<string, number>, key: string, n = 1): void {
   counts[key] = (counts[key] ?? 0) + n;
-}
-
-function exitLabel(code: number | null, signal: string | null): string {
-  return code === null ? String(signal) : String(code);
-}
-
-function lastError(result: CliResult): string {
-  return (
-    result.stderr
-      .split('\n')
-      .filter((l) => l.includes('error'))
-      .at(-1) ?? ''
-  ).slice(0, 400);
 }
 
 /** Monday of a random week in 2025, so that ranges start on the default grid or cut it. */
@@ -65,27 +91,275 @@ function randomStart(random: Random): string {
   return addDays('2025-01-06', 7 * random.int(48) + random.int(7));
 }
 
-function report(tally: Tally, options: SoakOptions, line: string, problems: readonly string[]): void {
+/** Keeps what a failed run's processes printed, for whoever looks into it: the directory. */
+function keepLogs(options: PhaseOptions, run: number, results: readonly CliResult[]): string {
+  const dir = join(tmpdir(), `post-reports-soak-${options.seed}${options.concurrent ? '-concurrent' : ''}`);
+  mkdirSync(dir, { recursive: true });
+  for (const [i, result] of results.entries()) {
+    writeFileSync(join(dir, `run-${run}-process-${i}.log`), `${result.stderr}\n--- stdout\n${result.stdout}`);
+  }
+  return dir;
+}
+
+function report(
+  tally: Tally,
+  options: PhaseOptions,
+  line: string,
+  problems: readonly string[],
+  results: readonly CliResult[],
+): void {
   if (problems.length > 0) {
     tally.discrepancies += problems.length;
-    const text = `${line}\n    ${problems.slice(0, 10).join('\n    ')}`;
+    const logs = `the processes' output: ${keepLogs(options, tally.runs, results)}/run-${tally.runs}-process-*.log`;
+    const text = `${line}\n    ${[...problems.slice(0, 10), logs].join('\n    ')}`;
     tally.failures.push(text);
     console.log(`soak: FAIL ${text}`);
   } else if (options.verbose) console.log(`soak: ok ${line}`);
 }
 
-/** Exit codes a faulty run may end with, given what struck it. */
-function allowedExits(signalled: string | null, backendsKilled: number): Set<number> {
-  const allowed = new Set([0, 3]);
-  if (signalled === 'SIGTERM') allowed.add(130);
-  if (backendsKilled > 0) allowed.add(1);
-  return allowed;
+/** What the runs of one episode share. */
+interface Episode {
+  readonly label: string;
+  readonly sim: RunningSimulator;
+  readonly admin: pg.Pool;
+  readonly options: PhaseOptions;
+  readonly tally: Tally;
+  readonly ledger: Ledger;
+  readonly grid: readonly Window[];
+  readonly from: string;
+  /** `backfill --from --to` of the whole range, then the flags every run shares. */
+  readonly base: readonly string[];
+  /** The flags every run shares: window size, concurrency, schema. */
+  readonly shared: readonly string[];
+  readonly env: Record<string, string>;
+  /** Concurrent mode: the API through a recording proxy (solo runs through its first port). */
+  readonly proxy: RecordingProxy | null;
+  /** The last date of an episode that ends today (concurrent mode only, which may then draw syncs). */
+  readonly today: string | null;
+}
+
+/** One faulty run of the episode, planned. */
+interface PlannedRun {
+  readonly faults: FaultPlan;
+  readonly filterArgs: readonly string[];
+  readonly reload: boolean;
+  /** Set for a filter change with --reset: the new brands. */
+  readonly brands: readonly string[] | null;
+  /** Set for a concurrent run. */
+  readonly concurrent: ConcurrentPlan | null;
+}
+
+/** The outcome of a faulty run, as the episode needs it. */
+interface RunEnd {
+  /** Some process exited 1: a recovery run follows. */
+  readonly failedWhole: boolean;
+  /** The filters from now on (a --reset that completed changes them). */
+  readonly filterArgs: readonly string[];
+}
+
+/** A --reset run, or any run outside concurrent mode: one process, as the soak always did. */
+async function soloFaultyRun(ep: Episode, planned: PlannedRun): Promise<RunEnd> {
+  const { tally, options, ledger } = ep;
+  const resetArgs = planned.brands === null ? [] : ['--brands', planned.brands.join(','), '--reset'];
+  const args = [
+    ...ep.base,
+    ...(resetArgs.length > 0 ? resetArgs : planned.filterArgs),
+    ...(planned.reload ? ['--reload'] : []),
+  ];
+  const runStarted = Date.now();
+  const outcome = await faultyRun(args, ep.env, ep.sim, ep.admin, planned.faults, options.runGuardMs);
+  const runMs = Date.now() - runStarted;
+  ep.sim.setFaults(NO_FAULTS);
+  ep.proxy?.take();
+  tally.runs += 1;
+  const { code, signal } = outcome.result;
+  add(tally.exits, exitLabel(code, signal));
+  if (outcome.signalled !== null) tally.faults.served({ [outcome.signalled.toLowerCase()]: 1 });
+  tally.faults.served({ 'db-backends-killed': outcome.backendsKilled });
+  const problems: string[] = [];
+  let filterArgs = planned.filterArgs;
+  // In concurrent mode a --reset run may find the schema held (exit 4): allowed, and counted.
+  const resetRefused = planned.brands !== null && options.concurrent && code === EXIT.lockHeld;
+  if (resetRefused) tally.concurrent.resetLockHeld += 1;
+  else if (planned.brands !== null) {
+    if (outcome.result.summary?.reset !== undefined) {
+      ledger.reset(planned.brands);
+      filterArgs = ['--brands', planned.brands.join(',')];
+      tally.faults.served({ 'filter-reset': 1 });
+    } else problems.push('the --reset run printed no reset in its summary');
+  }
+  if (outcome.hung) problems.push(`the run was still alive after ${options.runGuardMs} ms (hang)`);
+  // A signal that lands before the CLI has installed its handlers (module loading) ends it by the signal itself:
+  // nothing was written yet, and the tables are checked below like after any other run.
+  const diedOfSignal = outcome.signalled !== null && signal === outcome.signalled;
+  const allowed = allowedExits(outcome.signalled, outcome.backendsKilled);
+  if (!diedOfSignal && !resetRefused && !allowed.has(code ?? -1)) {
+    problems.push(`unexpected exit ${exitLabel(code, signal)}: ${lastError(outcome.result)}`);
+  }
+  const check = await ledger.check(ep.admin, outcome.committed);
+  problems.push(...check.problems);
+  report(
+    tally,
+    options,
+    `run ${tally.runs}: ${ep.label} ${args.slice(11).join(' ')} faults [${planned.faults.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] exit ${exitLabel(code, signal)} in ${runMs} ms, ${check.windows} windows in the ledger`,
+    problems,
+    [outcome.result],
+  );
+  return { failedWhole: code === 1, filterArgs };
+}
+
+/** 2 to 4 processes at once on the episode's schema, checked against the ledger after they all ended. */
+async function concurrentFaultyRun(ep: Episode, planned: PlannedRun, plan: ConcurrentPlan): Promise<RunEnd> {
+  const { tally, options, ledger } = ep;
+  const proxy = ep.proxy;
+  if (proxy === null) throw new Error('a concurrent run needs the recording proxy');
+  const runStarted = Date.now();
+  const outcome = await concurrentRun({
+    sim: ep.sim,
+    admin: ep.admin,
+    proxy,
+    faults: planned.faults,
+    plan,
+    grid: ep.grid,
+    shared: [...ep.shared, ...planned.filterArgs],
+    episodeFrom: ep.from,
+    reload: planned.reload,
+    env: ep.env,
+    guardMs: options.runGuardMs,
+    today: ep.today,
+  });
+  const runMs = Date.now() - runStarted;
+  ep.sim.setFaults(NO_FAULTS);
+  tally.runs += 1;
+  const c = tally.concurrent;
+  c.runs += 1;
+  add(c.processesPerRun, String(outcome.processes.length));
+  add(c.shapes, plan.shape);
+  const labels = outcome.processes.map(({ outcome: p }) => exitLabel(p.result.code, p.result.signal));
+  for (const label of labels) {
+    add(tally.exits, label);
+    add(c.exits, label);
+  }
+  add(c.exitSets, [...labels].sort().join(' '));
+  c.byOthers += outcome.byOthers;
+  c.duplicates += outcome.duplicates;
+  c.lockHeld += outcome.lockHeld;
+  c.unknownReports += outcome.unknownReports;
+  if (outcome.syncsReplaced) c.syncsReplaced += 1;
+  for (const { outcome: p } of outcome.processes) {
+    if (p.signalled !== null) tally.faults.served({ [p.signalled.toLowerCase()]: 1 });
+  }
+  tally.faults.served({ 'db-backends-killed': outcome.backendsKilled });
+  const check = await ledger.check(ep.admin, outcome.committed);
+  const problems = [...outcome.problems, ...check.problems];
+  const filters = planned.filterArgs.join(' ');
+  report(
+    tally,
+    options,
+    `run ${tally.runs}: ${ep.label}${filters === '' ? '' : ` ${filters}`}${planned.reload ? ' --reload' : ''} ${plan.shape} [${describeProcesses(outcome.processes)}] faults [${planned.faults.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] in ${runMs} ms, ${outcome.byOthers} windows by others, ${check.windows} windows in the ledger`,
+    problems,
+    outcome.processes.map(({ outcome: p }) => p.result),
+  );
+  return {
+    failedWhole: outcome.processes.some(({ outcome: p }) => p.result.code === 1),
+    filterArgs: planned.filterArgs,
+  };
+}
+
+/** A run without faults after a run that lost its database (exit 1): it must exit 0, and is checked. */
+async function recoveryRun(ep: Episode, filterArgs: readonly string[]): Promise<void> {
+  const { tally } = ep;
+  const recovery = await runCli([...ep.base, ...filterArgs], ep.env);
+  ep.proxy?.take();
+  tally.runs += 1;
+  tally.recoveryRuns += 1;
+  add(tally.exits, exitLabel(recovery.code, recovery.signal));
+  const after = await ep.ledger.check(ep.admin, new Set());
+  const problems = [...after.problems];
+  if (recovery.code !== 0) {
+    problems.push(
+      `the recovery run exited ${exitLabel(recovery.code, recovery.signal)}: ${lastError(recovery)}`,
+    );
+  }
+  report(tally, ep.options, `run ${tally.runs}: ${ep.label} recovery run`, problems, [recovery]);
+}
+
+/**
+ * The final clean runs complete whatever the faulty runs left. After late data, a run that resumed an attempt
+ * begun before the revision loaded that report's figures, as it should: a clean --reload then brings every window
+ * to the current truth.
+ */
+async function cleanRuns(ep: Episode, filterArgs: readonly string[]): Promise<number> {
+  const { tally, ledger } = ep;
+  const finals = ledger.epoch > 0 ? [[], ['--reload']] : [[]];
+  let check: LedgerCheck = { problems: [], windows: 0, posts: 0 };
+  for (const [i, extra] of finals.entries()) {
+    const clean = await runCli([...ep.base, ...filterArgs, ...extra], ep.env);
+    ep.proxy?.take();
+    tally.runs += 1;
+    add(tally.exits, exitLabel(clean.code, clean.signal));
+    const problems: string[] = [];
+    if (clean.code !== 0) {
+      problems.push(`the clean run exited ${exitLabel(clean.code, clean.signal)}: ${lastError(clean)}`);
+    }
+    check =
+      i === finals.length - 1
+        ? await ledger.checkComplete(ep.admin)
+        : await ledger.check(ep.admin, new Set());
+    problems.push(...check.problems);
+    report(
+      tally,
+      ep.options,
+      `run ${tally.runs}: ${ep.label} clean run ${extra.join(' ')}, ${check.posts} posts`,
+      problems,
+      [clean],
+    );
+  }
+  return check.posts;
+}
+
+/** The brands of a filter change: one or two of the range's, picked from the seed. */
+function pickBrands(random: Random, ledger: Ledger, from: string, to: string): string[] {
+  const names = [...new Set(ledger.truth(0, { start: from, end: to }).map((p) => String(p.fields.brand)))]
+    .filter((name) => !name.includes(','))
+    .sort();
+  return [random.pick(names), random.pick(names)].filter((b, i, all) => all.indexOf(b) === i);
+}
+
+/** Draws the next faulty run (from the seed) and sets the simulator up for it (clock, late data). */
+function planRun(ep: Episode, random: Random, r: number, filterArgs: readonly string[]): PlannedRun {
+  const { tally, ledger } = ep;
+  const dates: string[] = [];
+  for (let d = ep.from; d <= (ep.grid.at(-1)?.end ?? ep.from); d = addDays(d, 1)) dates.push(d);
+  // Each kind in turn is the run's primary fault: a soak of any size plans every kind.
+  const primary = FAULT_KINDS[tally.faultyRuns % FAULT_KINDS.length] ?? 'slow-responses';
+  const faults = drawFaultPlan(random, { windowStarts: ep.grid.map((w) => w.start), dates }, primary, {
+    canReset: filterArgs.length === 0,
+  });
+  tally.faultyRuns += 1;
+  tally.faults.planned(faults.kinds);
+  // Re-runs come after the reuse period, so that report failures and expiries strike them too.
+  if (r > 0 && random.chance(0.7)) ep.sim.advanceTime(PAST_REUSE_MS);
+  if (faults.reviseDates.length > 0) {
+    ledger.revise(faults.reviseDates);
+    ep.sim.advanceTime(PAST_REUSE_MS);
+  }
+  // After the first run most windows are loaded: a reload gives the faults something to strike.
+  const reload = faults.reviseDates.length > 0 || r > 0;
+  const last = ep.grid.at(-1)?.end ?? ep.from;
+  const brands = faults.kinds.includes('filter-reset') ? pickBrands(random, ledger, ep.from, last) : null;
+  // A --reset must hold the schema alone: it never runs alongside others.
+  const concurrent =
+    ep.options.concurrent && brands === null
+      ? drawConcurrentPlan(random, ep.grid.length, { canSync: ep.today !== null })
+      : null;
+  return { faults, filterArgs, reload, brands, concurrent };
 }
 
 async function episode(
   index: number,
   random: Random,
-  options: SoakOptions,
+  options: PhaseOptions,
   databaseUrl: string,
   admin: pg.Pool,
   tally: Tally,
@@ -103,17 +377,15 @@ async function episode(
     pageSize,
     token: `soak-${randomBytes(6).toString('hex')}`,
   });
+  let proxy: RecordingProxy | null = null;
   try {
-    const from = randomStart(random);
-    const to = addDays(from, 13 + random.int(29));
+    // Concurrent mode: half the episodes end today, so that a sync (which loads up to today) can join them.
+    const today = options.concurrent && random.chance(0.5) ? todayUtc() : null;
+    const from = today === null ? randomStart(random) : addDays(today, -(13 + random.int(29)));
+    const to = today ?? addDays(from, 13 + random.int(29));
     const concurrency = 1 + random.int(4);
     const schema = `soak_${index}`;
-    const base = [
-      'backfill',
-      '--from',
-      from,
-      '--to',
-      to,
+    const shared = [
       '--window-days',
       String(windowDays),
       '--concurrency',
@@ -121,152 +393,124 @@ async function episode(
       '--schema',
       schema,
     ];
+    proxy = options.concurrent ? await RecordingProxy.start(sim.baseUrl, PROXY_PORTS) : null;
     const env = cliEnv(sim, databaseUrl, CLEAN_ENV);
     const grid = cutWindows(from, to, windowDays);
-    const windowStarts = grid.map((w) => w.start);
-    const dates: string[] = [];
-    for (let d = from; d <= to; d = addDays(d, 1)) dates.push(d);
-    const ledger = new Ledger(sim, schema, { from, to }, grid);
-    const label = `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}, window ${windowDays}, concurrency ${concurrency})`;
+    const live = today === null ? '' : ', ending today';
+    const ep: Episode = {
+      label: `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}${live}, window ${windowDays}, concurrency ${concurrency})`,
+      sim,
+      admin,
+      options,
+      tally,
+      ledger: new Ledger(sim, schema, { from, to }, grid),
+      grid,
+      from,
+      base: ['backfill', '--from', from, '--to', to, ...shared],
+      shared,
+      env: proxy === null ? env : { ...env, POST_REPORTS_BASE_URL: proxy.baseUrl(0) },
+      proxy,
+      today,
+    };
     tally.episodes += 1;
-    let filterArgs: string[] = [];
+    let filterArgs: readonly string[] = [];
 
     const faultyRuns = 1 + random.int(3);
     for (let r = 0; r < faultyRuns && tally.runs < options.runs - 1; r += 1) {
-      // Each kind in turn is the run's primary fault: a soak of any size plans every kind.
-      const primary = FAULT_KINDS[tally.faultyRuns % FAULT_KINDS.length] ?? 'slow-responses';
-      const plan = drawFaultPlan(random, { windowStarts, dates }, primary, {
-        canReset: filterArgs.length === 0,
-      });
-      tally.faultyRuns += 1;
-      tally.faults.planned(plan.kinds);
-      // Re-runs come after the reuse period, so that report failures and expiries strike them too.
-      if (r > 0 && random.chance(0.7)) sim.advanceTime(PAST_REUSE_MS);
-      if (plan.reviseDates.length > 0) {
-        ledger.revise(plan.reviseDates);
-        sim.advanceTime(PAST_REUSE_MS);
-      }
-      const lateData = plan.reviseDates.length > 0;
-      // After the first run most windows are loaded: a reload gives the faults something to strike.
-      const reload = lateData || r > 0 ? ['--reload'] : [];
-      let resetArgs: string[] = [];
-      let brands: string[] = [];
-      if (plan.kinds.includes('filter-reset')) {
-        const names = [
-          ...new Set(ledger.truth(0, { start: from, end: to }).map((p) => String(p.fields.brand))),
-        ]
-          .filter((name) => !name.includes(','))
-          .sort();
-        brands = [random.pick(names), random.pick(names)].filter((b, i, all) => all.indexOf(b) === i);
-        resetArgs = ['--brands', brands.join(','), '--reset'];
-      }
-      const args = [...base, ...(resetArgs.length > 0 ? resetArgs : filterArgs), ...reload];
-      const runStarted = Date.now();
-      const outcome = await faultyRun(args, env, sim, admin, plan, options.runGuardMs);
-      const runMs = Date.now() - runStarted;
-      sim.setFaults(NO_FAULTS);
-      tally.runs += 1;
-      const { code, signal } = outcome.result;
-      add(tally.exits, exitLabel(code, signal));
-      if (outcome.signalled !== null) tally.faults.served({ [outcome.signalled.toLowerCase()]: 1 });
-      tally.faults.served({ 'db-backends-killed': outcome.backendsKilled });
-      const problems: string[] = [];
-      if (resetArgs.length > 0) {
-        if (outcome.result.summary?.reset !== undefined) {
-          ledger.reset(brands);
-          filterArgs = ['--brands', brands.join(',')];
-          tally.faults.served({ 'filter-reset': 1 });
-        } else problems.push('the --reset run printed no reset in its summary');
-      }
-      if (outcome.hung) problems.push(`the run was still alive after ${options.runGuardMs} ms (hang)`);
-      // A signal that lands before the CLI has installed its handlers (module loading) ends it by the signal itself:
-      // nothing was written yet, and the tables are checked below like after any other run.
-      const diedOfSignal = outcome.signalled !== null && signal === outcome.signalled;
-      const allowed = allowedExits(outcome.signalled, outcome.backendsKilled);
-      if (!diedOfSignal && !allowed.has(code ?? -1)) {
-        problems.push(`unexpected exit ${exitLabel(code, signal)}: ${lastError(outcome.result)}`);
-      }
-      const check = await ledger.check(admin, outcome.committed);
-      problems.push(...check.problems);
-      report(
-        tally,
-        options,
-        `run ${tally.runs}: ${label} ${args.slice(11).join(' ')} faults [${plan.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] exit ${exitLabel(code, signal)} in ${runMs} ms, ${check.windows} windows in the ledger`,
-        problems,
-      );
-
+      const planned = planRun(ep, random, r, filterArgs);
+      const end =
+        planned.concurrent === null
+          ? await soloFaultyRun(ep, planned)
+          : await concurrentFaultyRun(ep, planned, planned.concurrent);
+      filterArgs = end.filterArgs;
       // A run that lost its database (exit 1) is followed by a run without faults, whose result is checked.
-      if (code === 1 && tally.runs < options.runs - 1) {
-        const recovery = await runCli([...base, ...filterArgs], env);
-        tally.runs += 1;
-        tally.recoveryRuns += 1;
-        add(tally.exits, exitLabel(recovery.code, recovery.signal));
-        const after = await ledger.check(admin, new Set());
-        const recoveryProblems = [...after.problems];
-        if (recovery.code !== 0) {
-          recoveryProblems.push(
-            `the recovery run exited ${exitLabel(recovery.code, recovery.signal)}: ${lastError(recovery)}`,
-          );
-        }
-        report(tally, options, `run ${tally.runs}: ${label} recovery run`, recoveryProblems);
-      }
+      if (end.failedWhole && tally.runs < options.runs - 1) await recoveryRun(ep, filterArgs);
     }
-
-    // The final clean run completes whatever the faulty runs left. After late data, a run that resumed an
-    // attempt begun before the revision loaded that report's figures, as it should: a clean --reload then
-    // brings every window to the current truth.
-    const finals = ledger.epoch > 0 ? [[], ['--reload']] : [[]];
-    let check: LedgerCheck = { problems: [], windows: 0, posts: 0 };
-    for (const [i, extra] of finals.entries()) {
-      const clean = await runCli([...base, ...filterArgs, ...extra], env);
-      tally.runs += 1;
-      add(tally.exits, exitLabel(clean.code, clean.signal));
-      const problems: string[] = [];
-      if (clean.code !== 0) {
-        problems.push(`the clean run exited ${exitLabel(clean.code, clean.signal)}: ${lastError(clean)}`);
-      }
-      check =
-        i === finals.length - 1 ? await ledger.checkComplete(admin) : await ledger.check(admin, new Set());
-      problems.push(...check.problems);
-      report(
-        tally,
-        options,
-        `run ${tally.runs}: ${label} clean run ${extra.join(' ')}, ${check.posts} posts`,
-        problems,
-      );
+    tally.posts += await cleanRuns(ep, filterArgs);
+    const stats = sim.stats();
+    tally.faults.served(stats.faults);
+    if (proxy !== null) {
+      tally.concurrent.simulatorCreations += stats.creationCalls;
+      tally.concurrent.proxyCreations += proxy.creationsAnswered;
     }
-    tally.posts += check.posts;
-    tally.faults.served(sim.stats().faults);
   } finally {
+    await proxy?.close();
     await sim.close();
   }
 }
 
-async function main(): Promise<number> {
-  const options = parseSoakArgs(process.argv.slice(2), process.env);
-  console.log(
-    `soak: seed ${options.seed}, ${options.runs} runs (replay: npm run soak -- --seed ${options.seed} --runs ${options.runs})`,
-  );
-  const started = Date.now();
-  const name = `etl_soak_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-  const server = new pg.Client({ connectionString: options.databaseUrl });
-  await server.connect();
-  await server.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-  const url = new URL(options.databaseUrl);
-  url.pathname = `/${name}`;
-  const admin = new pg.Pool({ connectionString: url.toString(), max: 2, application_name: 'etl-soak' });
-  admin.on('error', () => {});
-  const tally: Tally = {
+function printConcurrent(c: ConcurrentTally): string[] {
+  const lines = [
+    `soak: ${c.runs} concurrent runs: processes per run ${JSON.stringify(c.processesPerRun)}, shapes ${JSON.stringify(c.shapes)}`,
+    `soak: exit codes of their processes ${JSON.stringify(c.exits)}; by run ${JSON.stringify(c.exitSets)}`,
+    `soak: windows a process found loaded by another (windows.byOthers) ${c.byOthers}`,
+    `soak: duplicate live requests ${c.duplicates} (windows whose report two processes of a run were creating or reading at overlapping times, from the recording proxy)`,
+    `soak: creation calls answered: ${c.simulatorCreations} by the simulator, ${c.proxyCreations} handed back whole through the proxy (the rest: their client went away first)`,
+  ];
+  if (c.lockHeld > 0) {
+    lines.push(
+      `soak: FAIL ${c.lockHeld} processes of concurrent runs exited 4 (lock held): runs must share a schema`,
+    );
+  }
+  if (c.resetLockHeld > 0) lines.push(`soak: --reset runs refused with exit 4 (allowed): ${c.resetLockHeld}`);
+  if (c.unknownReports > 0) {
+    lines.push(
+      `soak: note: ${c.unknownReports} report reads the proxy could not tie to a window (not checked)`,
+    );
+  }
+  if (c.syncsReplaced > 0) {
+    lines.push(
+      `soak: note: ${c.syncsReplaced} runs had their syncs replaced by backfills (the UTC date moved on)`,
+    );
+  }
+  return lines;
+}
+
+function newTally(faults: FaultTally): Tally {
+  return {
     runs: 0,
     faultyRuns: 0,
     recoveryRuns: 0,
     episodes: 0,
     discrepancies: 0,
-    faults: new FaultTally(),
+    faults,
     exits: {},
     posts: 0,
     failures: [],
+    concurrent: {
+      runs: 0,
+      processesPerRun: {},
+      shapes: {},
+      exits: {},
+      exitSets: {},
+      byOthers: 0,
+      duplicates: 0,
+      lockHeld: 0,
+      resetLockHeld: 0,
+      unknownReports: 0,
+      syncsReplaced: 0,
+      simulatorCreations: 0,
+      proxyCreations: 0,
+    },
   };
+}
+
+function replay(options: PhaseOptions): string {
+  return `npm run soak --${options.concurrent ? ' --concurrent' : ''} --seed ${options.seed} --runs ${options.runs}`;
+}
+
+/** One phase in a database of its own, its random draws from the seed afresh: what `replay` repeats alone. */
+async function runPhase(options: PhaseOptions, databaseUrl: string, tally: Tally): Promise<void> {
+  console.log(`soak: seed ${options.seed}, ${options.runs} runs (replay: ${replay(options)})`);
+  const started = Date.now();
+  const name = `etl_soak_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+  const server = new pg.Client({ connectionString: databaseUrl });
+  await server.connect();
+  await server.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  const admin = new pg.Pool({ connectionString: url.toString(), max: 2, application_name: 'etl-soak' });
+  admin.on('error', () => {});
   try {
     const random = new Random(mixSeed(options.seed, 0x50a4));
     for (let i = 0; tally.runs < options.runs; i += 1) {
@@ -278,20 +522,39 @@ async function main(): Promise<number> {
     await server.end();
   }
   const seconds = Math.round((Date.now() - started) / 1000);
-  const neverServed = tally.faults.neverServed();
   console.log(
-    `soak: seed ${options.seed}, ${tally.runs} runs (${tally.faultyRuns} with faults, ${tally.recoveryRuns} recovery runs after exit 1) in ${tally.episodes} episodes, ${seconds} s`,
+    `soak: ${replay(options)}: ${tally.runs} runs (${tally.faultyRuns} with faults, ${tally.recoveryRuns} recovery runs after exit 1) in ${tally.episodes} episodes, ${seconds} s, discrepancies ${tally.discrepancies}`,
   );
   console.log(`soak: exits ${JSON.stringify(tally.exits)}`);
+  if (options.concurrent) for (const line of printConcurrent(tally.concurrent)) console.log(line);
+}
+
+async function main(): Promise<number> {
+  const options = parseSoakArgs(process.argv.slice(2), process.env);
+  // Faults are planned and served over every phase: a kind planned once and never served fails the soak.
+  const faults = new FaultTally();
+  let discrepancies = 0;
+  let posts = 0;
+  for (const phase of options.phases) {
+    const tally = newTally(faults);
+    await runPhase(
+      { ...phase, seed: options.seed, runGuardMs: options.runGuardMs, verbose: options.verbose },
+      options.databaseUrl,
+      tally,
+    );
+    discrepancies += tally.discrepancies;
+    posts += tally.posts;
+  }
+  const neverServed = faults.neverServed();
   console.log(
     'soak: faults planned and served (served: counted by the simulator, or done by the harness to a live run)',
   );
-  for (const line of tally.faults.table()) console.log(line);
+  for (const line of faults.table()) console.log(line);
   for (const line of neverServed) console.log(`soak: FAIL ${line}`);
   console.log(
-    `soak: ${tally.posts} posts verified after the final clean runs, discrepancies ${tally.discrepancies} (against the ledger after every run, the current truth at the end)`,
+    `soak: ${posts} posts verified after the final clean runs, discrepancies ${discrepancies} (against the ledger after every run, the current truth at the end)`,
   );
-  return tally.discrepancies === 0 && neverServed.length === 0 ? 0 : 1;
+  return discrepancies === 0 && neverServed.length === 0 ? 0 : 1;
 }
 
 process.exitCode = await main();

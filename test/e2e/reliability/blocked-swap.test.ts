@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
-import { lockKey, commitLockKey } from '../../../src/load/locks.js';
+import { commitLockKey, lockKey } from '../../../src/load/locks.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { type CliRun, runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';

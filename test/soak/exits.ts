@@ -1,0 +1,22 @@
+import type { CliResult } from '../helpers/cli.js';
+
+/** An exit code, or the signal that ended the process. */
+export function exitLabel(code: number | null, signal: string | null): string {
+  return code === null ? String(signal) : String(code);
+}
+
+/** Why a run failed, for a report: its summary's error, else its last error line, else its last line. */
+export function lastError(result: CliResult): string {
+  const error = result.summary?.error as { code?: unknown; message?: unknown } | undefined;
+  if (typeof error?.message === 'string') return `${String(error.code)}: ${error.message}`.slice(0, 400);
+  const lines = result.stderr.split('\n').filter((l) => l.trim() !== '');
+  return (lines.filter((l) => l.includes('error')).at(-1) ?? lines.at(-1) ?? '').slice(0, 400);
+}
+
+/** Exit codes a faulty run may end with, given what struck it. */
+export function allowedExits(signalled: string | null, backendsKilled: number): Set<number> {
+  const allowed = new Set([0, 3]);
+  if (signalled === 'SIGTERM') allowed.add(130);
+  if (backendsKilled > 0) allowed.add(1);
+  return allowed;
+}
