@@ -61,14 +61,7 @@ export function startCli(
   const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => {
-      const last = stdout.trim().split('\n').at(-1);
-      let summary: Record<string, unknown> | undefined;
-      try {
-        summary = last ? (JSON.parse(last) as Record<string, unknown>) : undefined;
-      } catch {
-        summary = undefined;
-      }
-      resolve({ code, signal, stdout, stderr, summary });
+      resolve({ code, signal, stdout, stderr, summary: lastJsonLine(stdout) });
     });
   });
   return {
@@ -89,4 +82,52 @@ export function runCli(
   options: CliOptions = {},
 ): Promise<CliResult> {
   return startCli(args, env, options).done;
+}
+
+/** The last line of `stdout` parsed as JSON (a run's summary), if it is JSON. */
+function lastJsonLine(stdout: string): Record<string, unknown> | undefined {
+  const last = stdout.trim().split('\n').at(-1);
+  try {
+    return last ? (JSON.parse(last) as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface ProgramOptions {
+  readonly cwd?: string;
+  /** A process group of its own, so that a test can kill it whole (a shell and its pipeline). */
+  readonly detached?: boolean;
+  /** Told of the child as soon as it exists (to kill it if the test ends first). */
+  readonly onSpawn?: (child: ChildProcess) => void;
+}
+
+/** Runs any program to the end with exactly `env`, as startCli runs the CLI. */
+export function runProgram(
+  file: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  options: ProgramOptions = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      ...(options.detached ? { detached: true } : {}),
+    });
+    options.onSpawn?.(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      resolve({ code, signal, stdout, stderr, summary: lastJsonLine(stdout) }),
+    );
+  });
 }

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { addDays, todayUtc } from '../../../src/model/dates.js';
 import { EXIT } from '../../../src/pipeline/exit-codes.js';
 import { gridStart } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
-import { CLI } from '../../helpers/cli.js';
+import { CLI, runProgram } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 
@@ -66,19 +66,7 @@ interface Ran {
 }
 
 function run(file: string, args: readonly string[], env: Record<string, string>, cwd = work): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProgram(file, args, env, { cwd });
 }
 
 const hasPython = spawnSync('python3', ['--version']).status === 0;

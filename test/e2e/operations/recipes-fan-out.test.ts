@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { EXIT } from '../../../src/pipeline/exit-codes.js';
 import type { RunSummary } from '../../../src/pipeline/run-summary.js';
 import { cutWindows } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
-import { CLI, type CliResult, runCli } from '../../helpers/cli.js';
+import { CLI, type CliResult, runCli, runProgram } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
@@ -77,37 +77,20 @@ function orchestratorEnv(sim: RunningSimulator, schema: string): Record<string, 
   };
 }
 
-/** Runs a program to the end with exactly `env`; the summary is its last stdout line, as with the CLI. */
+/** Runs a program to the end with exactly `env`, in a process group afterEach can kill whole. */
 function runProcess(
   file: string,
   args: readonly string[],
   env: Record<string, string>,
   cwd = work,
 ): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    // A process group of its own, killed whole by afterEach.
-    const child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    running.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      running.delete(child);
-      const last = stdout.trim().split('\n').at(-1);
-      let summary: Record<string, unknown> | undefined;
-      try {
-        summary = last ? (JSON.parse(last) as Record<string, unknown>) : undefined;
-      } catch {
-        summary = undefined;
-      }
-      resolve({ code, signal, stdout, stderr, summary });
-    });
+  return runProgram(file, args, env, {
+    cwd,
+    detached: true,
+    onSpawn: (child) => {
+      running.add(child);
+      child.on('close', () => running.delete(child));
+    },
   });
 }
 
