@@ -3,7 +3,8 @@
  * peak memory), the CPU profile of the load path, and what the storage layout costs over a long history (commit
  * times, reader queries and size against plain tables), measured in one run on a database of its own. Prints a
  * table and writes bench/results.json. `--smoke` runs tiny sizes once, so that CI keeps the benchmark working.
- * `--only readers` (or any comma-separated list of load, e2e, memory, readers) runs only those parts.
+ * `--only readers` (or any comma-separated list of load, e2e, memory, readers, scale-out) runs only those parts.
+ * scale-out: many processes on one schema (a split backfill, an orchestrator's partitions) against one alone.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -15,9 +16,10 @@ import { benchEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { benchLoadThroughput, type LoadResult } from './load-throughput.js';
 import { benchMemory, type MemoryResult } from './memory.js';
 import { benchReaders, type ReadersResult, readersOptions } from './readers.js';
+import { benchScaleOut, type ScaleOutResult, scaleOutOptions } from './scale-out.js';
 
 const RESULTS = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
-const PARTS = ['load', 'e2e', 'memory', 'readers'];
+const PARTS = ['load', 'e2e', 'memory', 'readers', 'scale-out'];
 const TARGETS = {
   load: 1.25,
   endToEnd: 1.15,
@@ -25,6 +27,8 @@ const TARGETS = {
   readersCommit: 1.5,
   readersQuery: 2,
   readersSize: 1.5,
+  scaleOutSplit: 1.15,
+  scaleOutPartitions: 2,
 };
 
 function seconds(ms: number): string {
@@ -86,11 +90,37 @@ function readerRows(readers: ReadersResult): string[][] {
   return rows;
 }
 
+function scaleOutRows(scaleOut: ScaleOutResult): string[][] {
+  const s = scaleOut.split;
+  const p = scaleOut.partitions;
+  const first = p.ranges[0]!;
+  const last = p.ranges.at(-1)!;
+  return [
+    [
+      `Backfill ${s.from}..${s.to} (${s.windows} windows, delay ${s.generationDelayMs} ms, latency ${s.latencyMs} ms) as ${s.processes} processes × --concurrency ${s.concurrencyEach} on one schema`,
+      seconds(s.measuredMs),
+      `1 process × --concurrency ${s.concurrencyAlone} ${seconds(s.referenceMs)}`,
+      `${s.ratio.toFixed(2)}×`,
+      `≤ ${TARGETS.scaleOutSplit}×`,
+      verdict(s.ratio <= TARGETS.scaleOutSplit),
+    ],
+    [
+      `${p.partitions} partitions of ${p.partitionDays} days (${first.from}..${last.to}, ${p.windows} windows) + ${p.duplicates} duplicates of the first at once (${p.processes} processes, delay ${p.generationDelayMs} ms)`,
+      seconds(p.measuredMs),
+      `one partition alone (${p.windowsEach} windows) ${seconds(p.referenceMs)}`,
+      `${p.ratio.toFixed(2)}×`,
+      `≤ ${TARGETS.scaleOutPartitions}×`,
+      verdict(p.ratio <= TARGETS.scaleOutPartitions),
+    ],
+  ];
+}
+
 function report(
   load?: LoadResult,
   e2e?: EndToEndResult,
   memory?: MemoryResult,
   readers?: ReadersResult,
+  scaleOut?: ScaleOutResult,
 ): string {
   const rows: string[][] = [['Figure', 'Measured', 'Reference', 'Ratio', 'Target', 'Verdict']];
   if (load) {
@@ -134,6 +164,7 @@ function report(
     }
   }
   if (readers) rows.push(...readerRows(readers));
+  if (scaleOut) rows.push(...scaleOutRows(scaleOut));
   let text = table(rows);
   if (load) {
     const p = load.profile;
@@ -187,10 +218,11 @@ async function main(): Promise<void> {
     const e2e = only.has('e2e') ? await benchEndToEnd(context) : undefined;
     const memory = only.has('memory') ? await benchMemory(context) : undefined;
     const readers = only.has('readers') ? await benchReaders(context, readersOptions(smoke)) : undefined;
-    process.stdout.write(`${report(load, e2e, memory, readers)}\n\nMachine: ${machine}\n`);
+    const scaleOut = only.has('scale-out') ? await benchScaleOut(context, scaleOutOptions(smoke)) : undefined;
+    process.stdout.write(`${report(load, e2e, memory, readers, scaleOut)}\n\nMachine: ${machine}\n`);
     writeFileSync(
       RESULTS,
-      `${JSON.stringify({ date: new Date().toISOString(), smoke, machine, repetitions: context.repetitions, targets: TARGETS, load, endToEnd: e2e, memory, readers }, null, 2)}\n`,
+      `${JSON.stringify({ date: new Date().toISOString(), smoke, machine, repetitions: context.repetitions, targets: TARGETS, load, endToEnd: e2e, memory, readers, scaleOut }, null, 2)}\n`,
     );
     context.log(`results written to ${RESULTS}`);
   } finally {
