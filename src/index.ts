@@ -14,8 +14,8 @@ export { type Config, type Flags, parseConfig, readEnvironment, SETTINGS } from 
 export { ApiError, ConfigError, DataError, type ErrorCode, EtlError, StoreError } from './errors.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
 export type { FieldSelection } from './model/field-selection.js';
-export type { PartitionPeriod } from './model/partition-period.js';
 export type { Filters, SegmentFilter } from './model/filters.js';
+export type { PartitionPeriod } from './model/partition-period.js';
 export type { Window } from './model/window.js';
 export { type BackfillOptions, backfill } from './pipeline/backfill.js';
 export type { RunContext } from './pipeline/run-context.js';

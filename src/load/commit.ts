@@ -152,7 +152,9 @@ async function insertWindow(
   let inserted: pg.QueryResult;
   await client.query(queries.savepoint('insert'));
   try {
-    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
+    inserted = await client.query(
+      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts, [postIdField]),
+    );
   } catch (error) {
     if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
     if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
@@ -167,10 +169,14 @@ async function insertWindow(
       { window: windowLabel(window), occurrences: deleted.rowCount },
       'post ids repeated within the report: the last occurrence of each is kept',
     );
-    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
+    inserted = await client.query(
+      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts, [postIdField]),
+    );
   }
   await client.query(queries.releaseSavepoint('insert'));
-  await client.query(queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments));
+  await client.query(
+    queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments, [postIdField, 'name', 'value']),
+  );
   await client.query(queries.dropTable(schema, stage.stage_posts));
   await client.query(queries.dropTable(schema, stage.stage_segments));
   await client.query(queries.deleteProgress(schema), [window.start, window.end]);

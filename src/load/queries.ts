@@ -164,17 +164,21 @@ export function deleteWindowRows(schema: string, table: string): string {
 
 /**
  * A stage's rows into their table, column by name, each cast to the table's type (a column widened since the
- * page was staged, or a hand-set type staged as text). `columns`: name and the table's SQL type (from the catalog).
+ * page was staged, or a hand-set type staged as text). `columns`: name and the table's SQL type (from the
+ * catalog). Sorted by the keys' trailing columns (`orderBy`), so that each index takes its entries in order.
  */
 export function insertFromStage(
   schema: string,
   table: string,
   stage: string,
   columns: readonly (readonly [string, string])[],
+  orderBy: readonly string[],
 ): string {
   const names = columns.map(([name]) => pg.escapeIdentifier(name)).join(', ');
   const values = columns.map(([name, type]) => `${pg.escapeIdentifier(name)}::${type}`).join(', ');
-  return `INSERT INTO ${qualified(schema, table)} (${names}) SELECT ${values} FROM ${qualified(schema, stage)}`;
+  const order = orderBy.map((name) => pg.escapeIdentifier(name)).join(', ');
+  return `INSERT INTO ${qualified(schema, table)} (${names})
+          SELECT ${values} FROM ${qualified(schema, stage)} ORDER BY ${order}`;
 }
 
 /** Waits (up to the session's lock_timeout) for readers of the table to finish. */
