@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-
-type Queryable = Pick<pg.ClientBase, 'query'>;
-
 import { ApiClient } from '../api/client.js';
 import { SETTINGS } from '../config.js';
 import { EtlError, oneLine, StoreError } from '../errors.js';
@@ -89,6 +86,8 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
     await pool.end();
   }
 }
+
+type Queryable = Pick<pg.ClientBase, 'query'>;
 
 /** Why a run needs its schema alone before it starts (a reset, pending migrations), or null: it shares it. */
 async function needsSchemaAlone(db: Queryable, target: Target, request: RunRequest): Promise<string | null> {
