@@ -256,9 +256,10 @@ describe('withTransaction with a signal', () => {
       }),
     );
     expect(isAbortError(error)).toBe(true);
-    // The backend exits once it has seen the signal; the loop only waits for that.
+    // The backend exits once it has seen the signal; the loop only waits for that (up to 20 s: a loaded server
+    // may take seconds to schedule the dying backend).
     let alive = true;
-    for (let i = 0; i < 100 && alive; i++) {
+    for (let i = 0; i < 400 && alive; i++) {
       const { rows } = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
       alive = rows.length > 0;
       if (alive) await sleep(50);
