@@ -212,6 +212,18 @@ export async function acquireRunLock(
   };
 }
 
+/** The live session holding each window's claim now (null where none), in the order of `windows`. */
+export async function windowClaimHolders(
+  db: Queryable,
+  schema: string,
+  windows: readonly { start: string; end: string }[],
+): Promise<(LockHolder | null)[]> {
+  const keys = windows.map((w) => windowClaimKey(schema, w));
+  const holders = await lockHolders(db, keys);
+  // A claim is an exclusive lock: one holder at most.
+  return keys.map((key) => holders.get(key)?.[0] ?? null);
+}
+
 /** The sessions holding the run lock of `schema` now: live runs (oldest first). */
 export async function runLockHolders(db: Queryable, schema: string): Promise<LockHolder[]> {
   const key = runLockKey(schema);

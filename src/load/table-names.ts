@@ -5,7 +5,7 @@ export function qualified(schema: string, table: string): string {
   return `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
 }
 
-/** The table of a window: a partition of `parent` (posts or post_custom_segments), or a stage (`stage`). */
+/** The name of a window's table, `<prefix>_<start>_<end>` (dates as YYYYMMDD): its stage tables. */
 export function partitionName(parent: string, start: string, end: string): string {
   return `${parent}_${start.replaceAll('-', '')}_${end.replaceAll('-', '')}`;
 }

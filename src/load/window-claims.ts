@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
-import { type LockHolder, lockHolders, tryLockSession, unlockSession, windowClaimKey } from './locks.js';
+import { lockHolders, tryLockSession, unlockSession, windowClaimHolders, windowClaimKey } from './locks.js';
 import { loadedSince } from './window-state.js';
 
 const WAIT_MS = 250;
@@ -56,7 +56,7 @@ export class WindowClaims {
 
   async #claim(group: readonly Window[]): Promise<ClaimOutcome> {
     const client = await this.#session();
-    const keys = group.map((w) => windowClaimKey(this.#schema, w));
+    const keys = this.#keys(group);
     const taken: string[] = [];
     for (const key of keys) {
       if (!(await tryLockSession(client, key))) {
@@ -97,7 +97,7 @@ export class WindowClaims {
    */
   holds(group: readonly Window[]): Promise<boolean> {
     return this.#inTurn(async () => {
-      const keys = group.map((w) => windowClaimKey(this.#schema, w));
+      const keys = this.#keys(group);
       const pid = this.#pid;
       const client = await this.#session();
       if (pid === this.#pid) {
@@ -110,7 +110,7 @@ export class WindowClaims {
 
   release(group: readonly Window[]): Promise<void> {
     return this.#inTurn(async () => {
-      const keys = group.map((w) => windowClaimKey(this.#schema, w)).filter((key) => this.#held.has(key));
+      const keys = this.#keys(group).filter((key) => this.#held.has(key));
       if (this.#client === undefined || keys.length === 0) return;
       await this.#unlock(await this.#client, keys).catch((error: unknown) => {
         // A lost connection released them already.
@@ -137,14 +137,16 @@ export class WindowClaims {
   heldByOthers(windows: readonly Window[]): Promise<Window[]> {
     return this.#inTurn(async () => {
       const client = await this.#session();
-      const holders = await lockHolders(
-        client,
-        windows.map((w) => windowClaimKey(this.#schema, w)),
-      );
-      return windows.filter((w) =>
-        (holders.get(windowClaimKey(this.#schema, w)) ?? []).some((h: LockHolder) => h.pid !== this.#pid),
-      );
+      const holders = await windowClaimHolders(client, this.#schema, windows);
+      return windows.filter((_, i) => {
+        const holder = holders[i];
+        return holder != null && holder.pid !== this.#pid;
+      });
     });
+  }
+
+  #keys(group: readonly Window[]): string[] {
+    return group.map((w) => windowClaimKey(this.#schema, w));
   }
 
   #inTurn<T>(work: () => Promise<T>): Promise<T> {

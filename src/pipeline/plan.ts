@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { type LockHolder, lockHolders, windowClaimKey } from '../load/locks.js';
+import { type LockHolder, windowClaimHolders } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import {
   firstLoadedDate,
@@ -57,13 +57,10 @@ export async function planRun(
   });
   const toLoad = plan.groups.flat();
   const all = [...toLoad, ...plan.skipped].sort(byStart);
-  const holders = await lockHolders(
-    pool,
-    all.map((w) => windowClaimKey(schema, w)),
-  );
-  return all.map((window) => {
+  const holders = await windowClaimHolders(pool, schema, all);
+  return all.map((window, i) => {
     const recorded = state.windows.find((w) => w.start === window.start && w.end === window.end);
-    const claimedBy = holders.get(windowClaimKey(schema, window))?.[0] ?? null;
+    const claimedBy = holders[i] ?? null;
     return {
       start: window.start,
       end: window.end,

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type LockHolder, lockHolders, runLockHolders, windowClaimKey } from '../load/locks.js';
+import { type LockHolder, runLockHolders, windowClaimHolders } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
 import type { FieldSelection } from '../model/field-selection.js';
@@ -70,12 +70,9 @@ export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<Sch
     if (sqlState(error) !== UNDEFINED_TABLE) throw error;
   }
   const runs = await runLockHolders(db, schema);
-  const claims = await lockHolders(
-    db,
-    windows.map((w) => windowClaimKey(schema, w)),
-  );
-  const details = windows.map((w) => {
-    const claimedBy = claims.get(windowClaimKey(schema, w))?.[0] ?? null;
+  const holders = await windowClaimHolders(db, schema, windows);
+  const details = windows.map((w, i) => {
+    const claimedBy = holders[i] ?? null;
     return { ...w, standing: standingOf(w, claimedBy !== null), claimedBy };
   });
   const count = (standing: WindowStanding) => details.filter((w) => w.standing === standing).length;
