@@ -257,7 +257,54 @@ const EXACT_NUMBER_STRINGIFIER = {
 
 /** The inverse of parseExactJson: ExactNumbers are written as their delivered digits. */
 export function stringifyExactJson(value: unknown): string {
-  const text = stringifyLossless(value, null, undefined, [EXACT_NUMBER_STRINGIFIER]);
+  const text = stringifyParsed(value) ?? stringifyLossless(value, null, undefined, [EXACT_NUMBER_STRINGIFIER]);
   if (text === undefined) throw new TypeError(`cannot write ${typeof value} as JSON`);
   return text;
+}
+
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/**
+ * What parseExactJson returns (plain objects and arrays of strings, booleans, null, numbers and ExactNumbers),
+ * written as lossless-json writes it but without asking a list of stringifiers about every value: every nested
+ * document of every post goes through here. Anything else (undefined, a toJSON, a Date, a class instance, a
+ * number that is not finite) returns undefined, for lossless-json to write.
+ */
+function stringifyParsed(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : undefined;
+    case 'object': {
+      if (value === null) return 'null';
+      if (value instanceof ExactNumber) return JSON_NUMBER.test(value.text) ? value.text : undefined;
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i += 1) {
+          const item = stringifyParsed(value[i]);
+          if (item === undefined) return undefined;
+          out += i === 0 ? item : `,${item}`;
+        }
+        return `${out}]`;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return undefined;
+      const record = value as Record<string, unknown>;
+      if (typeof record.toJSON === 'function') return undefined;
+      let out = '{';
+      let first = true;
+      for (const key of Object.keys(record)) {
+        const item = stringifyParsed(record[key]);
+        if (item === undefined) return undefined;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:${item}`;
+        first = false;
+      }
+      return `${out}}`;
+    }
+    default:
+      return undefined;
+  }
 }

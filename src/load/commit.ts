@@ -153,7 +153,7 @@ async function insertWindow(
   await client.query(queries.savepoint('insert'));
   try {
     inserted = await client.query(
-      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts, [postIdField]),
+      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts),
     );
   } catch (error) {
     if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
@@ -170,10 +170,11 @@ async function insertWindow(
       'post ids repeated within the report: the last occurrence of each is kept',
     );
     inserted = await client.query(
-      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts, [postIdField]),
+      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts),
     );
   }
   await client.query(queries.releaseSavepoint('insert'));
+  await client.query(queries.commitSortMemory);
   await client.query(
     queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments, [postIdField, 'name', 'value']),
   );

@@ -165,21 +165,26 @@ export function deleteWindowRows(schema: string, table: string): string {
 /**
  * A stage's rows into their table, column by name, each cast to the table's type (a column widened since the
  * page was staged, or a hand-set type staged as text). `columns`: name and the table's SQL type (from the
- * catalog). Sorted by the keys' trailing columns (`orderBy`), so that each index takes its entries in order.
+ * catalog). `orderBy`: the keys' trailing columns, so that the key takes its entries in order; none when the
+ * stage is already in that order or the rows are too wide for a sort to pay.
  */
 export function insertFromStage(
   schema: string,
   table: string,
   stage: string,
   columns: readonly (readonly [string, string])[],
-  orderBy: readonly string[],
+  orderBy: readonly string[] = [],
 ): string {
   const names = columns.map(([name]) => pg.escapeIdentifier(name)).join(', ');
   const values = columns.map(([name, type]) => `${pg.escapeIdentifier(name)}::${type}`).join(', ');
-  const order = orderBy.map((name) => pg.escapeIdentifier(name)).join(', ');
+  const order =
+    orderBy.length === 0 ? '' : ` ORDER BY ${orderBy.map((name) => pg.escapeIdentifier(name)).join(', ')}`;
   return `INSERT INTO ${qualified(schema, table)} (${names})
-          SELECT ${values} FROM ${qualified(schema, stage)} ORDER BY ${order}`;
+          SELECT ${values} FROM ${qualified(schema, stage)}${order}`;
 }
+
+/** The memory a sort of the commit may take before it spills to disk (PostgreSQL's default is 4 MB). */
+export const commitSortMemory = "SET LOCAL work_mem = '64MB'";
 
 /** Waits (up to the session's lock_timeout) for readers of the table to finish. */
 export function lockExclusive(schema: string, table: string): string {

@@ -134,4 +134,20 @@ describe('isIsoDate', () => {
     expect(isIsoDate('2026-02-30')).toBe(false);
     expect(isIsoDate('2026-2-3')).toBe(false);
   });
+
+  it('agrees with the calendar of Date on every day of four centuries and their neighbours', () => {
+    const byDate = (text: string) => {
+      const d = new Date(`${text}T00:00:00Z`);
+      return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === text;
+    };
+    const pad = (n: number, width: number) => String(n).padStart(width, '0');
+    for (const year of [0, 1, 4, 100, 1900, 1999, 2000, 2023, 2024, 2100, 2400, 9999]) {
+      for (let month = 0; month <= 13; month++) {
+        for (let day = 0; day <= 32; day++) {
+          const text = `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}`;
+          expect(isIsoDate(text), text).toBe(byDate(text));
+        }
+      }
+    }
+  });
 });

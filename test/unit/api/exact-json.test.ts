@@ -153,4 +153,25 @@ describe('stringifyExactJson', () => {
       stringifyExactJson({ a: new ExactNumber('17841405793187218'), b: [new ExactNumber('0.10'), 2, 's'] }),
     ).toBe('{"a":17841405793187218,"b":[0.10,2,"s"]}');
   });
+
+  it('writes what lossless-json writes, for parsed documents and for anything else', () => {
+    const withProto = JSON.parse('{"__proto__":{"x":1},"a":[]}') as unknown;
+    const values: unknown[] = [
+      parseExactJson('{"k":"tab\\there \\"q\\" \\u00e9 \\ud83d\\ude00","n":[1,-2,0.5e-3,{}],"e":{},"z":null,"t":true}'),
+      withProto,
+      Object.create(null) as unknown,
+      { a: undefined, b: 1 },
+      [undefined, 1],
+      { d: new Date(0) },
+      { toJSON: () => 'custom' },
+      { n: Number.NaN },
+      -0,
+      'plain',
+    ];
+    const lossless = (value: unknown) =>
+      stringifyLossless(value, null, undefined, [
+        { test: (v) => v instanceof ExactNumber, stringify: (v) => (v as ExactNumber).text },
+      ]);
+    for (const value of values) expect(stringifyExactJson(value)).toBe(lossless(value));
+  });
 });
