@@ -257,7 +257,8 @@ const EXACT_NUMBER_STRINGIFIER = {
 
 /** The inverse of parseExactJson: ExactNumbers are written as their delivered digits. */
 export function stringifyExactJson(value: unknown): string {
-  const text = stringifyParsed(value) ?? stringifyLossless(value, null, undefined, [EXACT_NUMBER_STRINGIFIER]);
+  const text =
+    stringifyParsed(value) ?? stringifyLossless(value, null, undefined, [EXACT_NUMBER_STRINGIFIER]);
   if (text === undefined) throw new TypeError(`cannot write ${typeof value} as JSON`);
   return text;
 }

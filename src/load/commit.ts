@@ -152,9 +152,7 @@ async function insertWindow(
   let inserted: pg.QueryResult;
   await client.query(queries.savepoint('insert'));
   try {
-    inserted = await client.query(
-      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts),
-    );
+    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
   } catch (error) {
     if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
     if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
@@ -169,9 +167,7 @@ async function insertWindow(
       { window: windowLabel(window), occurrences: deleted.rowCount },
       'post ids repeated within the report: the last occurrence of each is kept',
     );
-    inserted = await client.query(
-      queries.insertFromStage(schema, POSTS, stage.stage_posts, posts),
-    );
+    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
   }
   await client.query(queries.releaseSavepoint('insert'));
   await client.query(queries.commitSortMemory);

@@ -157,7 +157,9 @@ describe('stringifyExactJson', () => {
   it('writes what lossless-json writes, for parsed documents and for anything else', () => {
     const withProto = JSON.parse('{"__proto__":{"x":1},"a":[]}') as unknown;
     const values: unknown[] = [
-      parseExactJson('{"k":"tab\\there \\"q\\" \\u00e9 \\ud83d\\ude00","n":[1,-2,0.5e-3,{}],"e":{},"z":null,"t":true}'),
+      parseExactJson(
+        '{"k":"tab\\there \\"q\\" \\u00e9 \\ud83d\\ude00","n":[1,-2,0.5e-3,{}],"e":{},"z":null,"t":true}',
+      ),
       withProto,
       Object.create(null) as unknown,
       { a: undefined, b: 1 },
