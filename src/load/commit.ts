@@ -41,6 +41,8 @@ export async function commitWindows(
     signal?.throwIfAborted();
     const rows = await withTransaction(context.pool, signal, async (client) => {
       const stages = await completeStages(client, context.target.schema, sorted);
+      // The segments are sorted by their key on the way in: in memory, not spilled to disk.
+      await client.query(queries.commitSortMemory);
       const replaced = await replaceOld(client, context, sorted);
       let total = 0;
       for (const [i, stage] of stages.entries()) {
@@ -170,7 +172,6 @@ async function insertWindow(
     inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
   }
   await client.query(queries.releaseSavepoint('insert'));
-  await client.query(queries.commitSortMemory);
   await client.query(
     queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments, [postIdField, 'name', 'value']),
   );

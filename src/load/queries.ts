@@ -186,25 +186,6 @@ export function insertFromStage(
 /** The memory a sort of the commit may take before it spills to disk (PostgreSQL's default is 4 MB). */
 export const commitSortMemory = "SET LOCAL work_mem = '64MB'";
 
-/** Waits (up to the session's lock_timeout) for readers of the table to finish. */
-export function lockExclusive(schema: string, table: string): string {
-  return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE`;
-}
-
-/** Building the key after the rows are in is cheaper than maintaining it row by row. Named `<table>_pkey`. */
-export function addPrimaryKey(schema: string, table: string, columns: readonly string[]): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_pkey`)} PRIMARY KEY (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')})`;
-}
-
-/** The index of one column, named `<table>_<column>_idx` as PostgreSQL names a partition's copy of it. */
-export function createIndex(schema: string, table: string, column: string): string {
-  return `CREATE INDEX ${pg.escapeIdentifier(indexName(table, column))} ON ${qualified(schema, table)} (${pg.escapeIdentifier(column)})`;
-}
-
-export function indexName(table: string, column: string): string {
-  return `${table}_${column}_idx`;
-}
-
 /**
  * Only when the stage's posts do not fit the key: the last occurrence of a post id in the report wins (no later
  * _seq for its id), since the API should not repeat a post, and if it does the later page is the fresher one.
@@ -225,14 +206,6 @@ export function deleteOrphanSegments(
   return `DELETE FROM ${qualified(schema, stageSegments)} g
            WHERE NOT EXISTS (SELECT 1 FROM ${qualified(schema, stagePosts)} p
                               WHERE p.${pg.escapeIdentifier(postId)} = g.${pg.escapeIdentifier(postId)} AND p._seq = g._seq)`;
-}
-
-export function renameTable(schema: string, table: string, to: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} RENAME TO ${pg.escapeIdentifier(to)}`;
-}
-
-export function renameIndex(schema: string, index: string, to: string): string {
-  return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${pg.escapeIdentifier(to)}`;
 }
 
 /** $1 the qualified table: whether it exists. */
@@ -260,6 +233,33 @@ export function attachRange(
 export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';
 
 // ---- column retype ----------------------------------------------------------------------------------------
+
+/** Waits (up to the session's lock_timeout) for readers of the table to finish. */
+export function lockExclusive(schema: string, table: string): string {
+  return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE`;
+}
+
+/** Building the key after the rows are in is cheaper than maintaining it row by row. Named `<table>_pkey`. */
+export function addPrimaryKey(schema: string, table: string, columns: readonly string[]): string {
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_pkey`)} PRIMARY KEY (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')})`;
+}
+
+/** The index of one column, named `<table>_<column>_idx` as PostgreSQL names a partition's copy of it. */
+export function createIndex(schema: string, table: string, column: string): string {
+  return `CREATE INDEX ${pg.escapeIdentifier(indexName(table, column))} ON ${qualified(schema, table)} (${pg.escapeIdentifier(column)})`;
+}
+
+export function indexName(table: string, column: string): string {
+  return `${table}_${column}_idx`;
+}
+
+export function renameTable(schema: string, table: string, to: string): string {
+  return `ALTER TABLE ${qualified(schema, table)} RENAME TO ${pg.escapeIdentifier(to)}`;
+}
+
+export function renameIndex(schema: string, index: string, to: string): string {
+  return `ALTER INDEX ${qualified(schema, index)} RENAME TO ${pg.escapeIdentifier(to)}`;
+}
 
 /**
  * $1 the qualified partitioned table: its partitions, with their bounds (`FOR VALUES …`) and their partition
