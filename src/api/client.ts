@@ -27,10 +27,22 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
-/** A parsed response body and the size it had on the wire (decoded text length in UTF-16 units). */
-export interface JsonResponse {
-  readonly body: unknown;
+/**
+ * A downloaded JSON body, parsed only when asked: a page downloaded ahead is then parsed when it is used, so
+ * that its objects die young instead of outliving the page before it (see readPages).
+ */
+export interface DeferredJson {
+  /** The size of the body as received (decoded text length in UTF-16 units). */
   readonly bytes: number;
+  /** The body parsed exactly; DataError('PAGE_MALFORMED') when it is not JSON. */
+  parse(): unknown;
+}
+
+/** A successful answer's text, before parsing. */
+interface RawResponse {
+  readonly endpoint: string;
+  readonly status: number;
+  readonly text: string;
 }
 
 const MAX_BODY_IN_MESSAGE = 300;
@@ -55,17 +67,18 @@ export class ApiClient {
 
   /** GET a JSON resource below the base URL (`path` relative to it, e.g. `reports/posts/dimensions`). */
   async getJson(path: string, options: RequestOptions = {}): Promise<unknown> {
-    return (await this.request('GET', path, undefined, options)).body;
+    return this.parse(await this.request('GET', path, undefined, options));
   }
 
-  /** GET, also returning the size of the body (the pager reports it). */
-  getJsonWithSize(path: string, options: RequestOptions = {}): Promise<JsonResponse> {
-    return this.request('GET', path, undefined, options);
+  /** GET, returning the body's size at once and the body itself when asked (the pager downloads ahead). */
+  async getDeferredJson(path: string, options: RequestOptions = {}): Promise<DeferredJson> {
+    const response = await this.request('GET', path, undefined, options);
+    return { bytes: response.text.length, parse: () => this.parse(response) };
   }
 
   /** POST a JSON body. */
   async postJson(path: string, body: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
-    return (await this.request('POST', path, JSON.stringify(body), options)).body;
+    return this.parse(await this.request('POST', path, JSON.stringify(body), options));
   }
 
   private async request(
@@ -73,7 +86,7 @@ export class ApiClient {
     path: string,
     body: string | undefined,
     options: RequestOptions,
-  ): Promise<JsonResponse> {
+  ): Promise<RawResponse> {
     const relative = path.replace(/^\/+/, '');
     const url = new URL(relative, this.#config.baseUrl);
     for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
@@ -126,7 +139,7 @@ export class ApiClient {
     body: string | undefined,
     attempt: number,
     signal: AbortSignal | undefined,
-  ): Promise<JsonResponse> {
+  ): Promise<RawResponse> {
     // One deadline for the whole attempt: DNS, connecting, TLS, the headers and the body.
     const timeout = AbortSignal.timeout(this.#config.requestTimeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
@@ -159,8 +172,13 @@ export class ApiClient {
       'response',
     );
     if (status < 200 || status > 299) throw this.httpError(endpoint, status, response.headers, text, attempt);
+    return { endpoint, status, text };
+  }
+
+  // Invalid JSON is not retried: the service answered, and would answer the same again.
+  private parse({ endpoint, status, text }: RawResponse): unknown {
     try {
-      return { body: parseExactJson(text), bytes: text.length };
+      return parseExactJson(text);
     } catch (error) {
       throw new DataError(
         'PAGE_MALFORMED',

@@ -122,12 +122,8 @@ export async function waitForReport(
   for (;;) {
     polls += 1;
     // The status poll is the request for page 1: once the report is DONE, its answer is that page.
-    const { body, bytes } = await fetchReport(
-      client,
-      reportId,
-      'page 1 (the status poll)',
-      signal ? { signal } : {},
-    );
+    const fetched = await fetchReport(client, reportId, 'page 1 (the status poll)', signal ? { signal } : {});
+    const body = fetched.body();
     const status = isRecord(body) ? body.status : undefined;
     if (typeof status !== 'string') {
       throw new DataError(
@@ -135,7 +131,7 @@ export async function waitForReport(
         `report ${reportId}: the status is ${kind(status)}, not a string`,
       );
     }
-    if (status === DONE) return toReportPage(body, reportId, 1, null, bytes);
+    if (status === DONE) return toReportPage(body, reportId, 1, null, fetched.bytes);
     if (isFailureStatus(status)) {
       throw new ApiError('REPORT_FAILED', `report ${reportId} ended with status ${status}`);
     }

@@ -1,9 +1,10 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ApiError, ConfigError, DataError } from '../../../src/errors.js';
 import { fetchDimensions, validateFilters } from '../../../src/extract/dimensions.js';
-import { readPages } from '../../../src/extract/pager.js';
+import { readPages, reportPath, toReportPage } from '../../../src/extract/pager.js';
 import { mapRecords } from '../../../src/extract/record-mapping.js';
 import { createReport, waitForReport } from '../../../src/extract/report.js';
+import { ExactNumber } from '../../../src/model/post-record.js';
 import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { clientFor, failure } from './harness.js';
 
@@ -166,6 +167,24 @@ describe('reports and pages against the simulator', () => {
     expect(error.message).toContain(`report ${id}`);
     expect(error.message).toContain('page 2');
     expect(error.message).toContain(why);
+  });
+
+  it('downloads a page without parsing it: the body is parsed, exactly, only when asked', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, BIG, {});
+    const first = await waitForReport(client, id, config.poll);
+    const query = { page: first.nextPage! };
+    const good = await client.getDeferredJson(reportPath(id), { query });
+    const page = toReportPage(good.parse(), id, 2, query.page, good.bytes);
+    expect(page.records).toHaveLength(1000);
+    expect(page.records.every((r) => r.platform_post_id instanceof ExactNumber)).toBe(true);
+    sim.setFaults({ corruptPages: { kind: 'truncated-json', share: 1 } });
+    const bad = await client.getDeferredJson(reportPath(id), { query });
+    expect(bad.bytes).toBeGreaterThan(0);
+    const error = (await failure(async () => bad.parse())) as DataError;
+    expect(error).toBeInstanceOf(DataError);
+    expect(error.code).toBe('PAGE_MALFORMED');
+    expect(error.message).toContain('invalid JSON');
   });
 
   it.each<[CorruptionKind, string]>([
