@@ -28,8 +28,8 @@ export interface RequestOptions {
 }
 
 /**
- * A downloaded JSON body, parsed only when asked: a page downloaded ahead is then parsed when it is used, so
- * that its objects die young instead of outliving the page before it (see readPages).
+ * A downloaded JSON body, parsed only when asked: a caller that downloads ahead parses it when it is used, so
+ * that the objects it makes die young.
  */
 export interface DeferredJson {
   /** The size of the body as received (decoded text length in UTF-16 units). */
