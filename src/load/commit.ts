@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { StoreError } from '../errors.js';
 import { byStart, sameWindow, type Window, windowLabel } from '../model/window.js';
 import { asStoreError, withTransaction } from './database.js';
+import { columnTypeOf } from './field-types.js';
 import type { LoadContext } from './load-context.js';
 import { commitLockKey, ddlLockKey, lockForTransaction } from './locks.js';
 import {
@@ -149,8 +150,8 @@ async function insertWindow(
 ): Promise<number> {
   const { schema, postIdField, partitionPeriod = 'year' } = context.target;
   await ensurePartitions(client, schema, partitionPeriod, window.start);
-  const posts = await insertColumns(client, schema, stage.stage_posts, POSTS);
-  const segments = await insertColumns(client, schema, stage.stage_segments, SEGMENTS);
+  const posts = await insertColumns(client, schema, window, stage.stage_posts, POSTS);
+  const segments = await insertColumns(client, schema, window, stage.stage_segments, SEGMENTS);
   let inserted: pg.QueryResult;
   await client.query(queries.savepoint('insert'));
   try {
@@ -183,17 +184,21 @@ async function insertWindow(
 
 /**
  * The stage's columns, each with the type it has in the table (the stage's `_seq` aside). A column the table
- * lacks means posts lost it after the page was staged: the window cannot go in.
+ * lacks means posts lost it after the page was staged: the window cannot go in. So does a column retyped since
+ * its values were staged, unless the cast gives what staging them again would: bigint into numeric (widened by
+ * another window), text into a type the loader does not know (staged as text anyway). Any other cast could
+ * change a value (1e5 into text, a string into jsonb), so the window fails and its next load stages it afresh.
  */
 async function insertColumns(
   client: pg.PoolClient,
   schema: string,
+  window: Window,
   stage: string,
   table: (typeof PARTITIONED_TABLES)[number],
 ): Promise<[string, string][]> {
   const target = await columnsOf(client, schema, table);
   const columns: [string, string][] = [];
-  for (const name of (await columnsOf(client, schema, stage)).keys()) {
+  for (const [name, staged] of await columnsOf(client, schema, stage)) {
     if (name === '_seq') continue;
     const type = target.get(name);
     if (type === undefined) {
@@ -202,7 +207,21 @@ async function insertColumns(
         `column ${JSON.stringify(name)} of the stage is missing from ${table}`,
       );
     }
+    if (!castKeepsValues(staged, type)) {
+      throw new StoreError(
+        'SCHEMA_MISMATCH',
+        `column ${JSON.stringify(name)} of ${table} became ${type} while window ${windowLabel(window)} was staged as ${staged}: load the window again`,
+      );
+    }
     columns.push([name, type]);
   }
   return columns;
+}
+
+function castKeepsValues(staged: string, type: string): boolean {
+  return (
+    staged === type ||
+    (staged === 'bigint' && type === 'numeric') ||
+    (staged === 'text' && columnTypeOf(type) === 'other')
+  );
 }

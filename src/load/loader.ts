@@ -15,6 +15,7 @@ import { type CommitOptions, commitWindows } from './commit.js';
 import { declaredTypes } from './declared-types.js';
 import type { LoadContext } from './load-context.js';
 import type { Target } from './migrate.js';
+import type { Registry } from './schema-evolution.js';
 import type { StageProgress } from './stage-progress.js';
 import {
   type OpenWindowOptions,
@@ -52,10 +53,17 @@ export class Loader {
    * The first half of staging a page, mostly CPU: schema evolution of posts for the page's new fields (its own
    * short DDL transaction), the column types, and the COPY text. Writes nothing to the stage, so the next page can
    * be prepared while the previous one is written (writePage): on two cores encoding then overlaps the
-   * database's work. Pages must still be written in order.
+   * database's work. Pages must still be written in order. `registry`: the `registry` of the page prepared before
+   * this one in the same attempt; the page is planned against it instead of the catalog read again (see
+   * staging.ts evolveFor).
    */
-  preparePage(window: Window, page: StagedPage, signal?: AbortSignal): Promise<PreparedPage> {
-    return preparePage(this.#context, window, page, signal);
+  preparePage(
+    window: Window,
+    page: StagedPage,
+    signal?: AbortSignal,
+    registry?: Registry,
+  ): Promise<PreparedPage> {
+    return preparePage(this.#context, window, page, signal, registry);
   }
 
   /**

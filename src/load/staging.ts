@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { StoreError } from '../errors.js';
+import { DataError, StoreError } from '../errors.js';
 import type { MappedPost } from '../model/post-record.js';
 import { type Window, windowLabel } from '../model/window.js';
 import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './copy-encoding.js';
@@ -14,7 +14,7 @@ import { asStoreError, withTransaction } from './database.js';
 import type { LoadContext } from './load-context.js';
 import { lockForTransaction, windowLockKey } from './locks.js';
 import * as queries from './queries.js';
-import { evolvePosts, planPage, type Registry, readRegistry } from './schema-evolution.js';
+import { evolvePosts, type PagePlan, planPage, type Registry, readRegistry } from './schema-evolution.js';
 import {
   alignColumns,
   checkWindow,
@@ -56,6 +56,8 @@ export interface PreparedPage {
   readonly posts: string;
   readonly segments: string;
   readonly nulReplaced: number;
+  /** The columns of posts the page was planned against: the next page of the attempt starts from them. */
+  readonly registry: Registry;
 }
 
 export interface OpenWindowOptions {
@@ -128,6 +130,7 @@ export async function preparePage(
   window: Window,
   page: StagedPage,
   signal?: AbortSignal,
+  known?: Registry,
 ): Promise<PreparedPage> {
   checkWindow(window);
   if (page.posts.length >= MAX_PAGE_ROWS) {
@@ -138,7 +141,7 @@ export async function preparePage(
   }
   try {
     signal?.throwIfAborted();
-    const { fields, registry } = await evolveFor(context, window, page, signal);
+    const { fields, registry } = await evolveFor(context, window, page, known, signal);
     const columns = pageColumns(fields, registry);
     const stats: EncodeStats = { nulReplaced: 0 };
     const text = encodePage(page.posts, page.index, columns, stats);
@@ -153,24 +156,41 @@ export async function preparePage(
       posts: text.posts,
       segments: text.segmentRows > 0 ? text.segments : '',
       nulReplaced: stats.nulReplaced,
+      registry,
     };
   } catch (error) {
     throw asStoreError(`staging window ${windowLabel(window)} page ${page.index + 1}`, error);
   }
 }
 
-// Schema evolution of posts until the page's fields all have their columns.
+/*
+ * Schema evolution of posts until the page's fields all have their columns. The page is planned against the
+ * columns the previous page of the attempt was planned against, not the catalog read again: a page fits them
+ * almost always, and the catalog read was a round trip and a few dozen rows for every page. Where they are stale,
+ * the catalog decides: a page that needs a column or a wider type re-reads it under the DDL lock (evolvePosts), a
+ * value they reject is checked against a fresh read before it fails the window, and a column retyped by another
+ * process meanwhile is reconciled or refused at the commit (commit.ts).
+ */
 async function evolveFor(
   context: LoadContext,
   window: Window,
   page: StagedPage,
+  known: Registry | undefined,
   signal?: AbortSignal,
 ): Promise<{ fields: ReadonlyMap<string, unknown>; registry: Registry }> {
   const { pool, target, logger, declared } = context;
   // Messages count pages from 1, as the API's reader and the run's log do.
   const place = { window: windowLabel(window), page: page.index + 1 };
-  let registry = await readRegistry(pool, target);
-  let plan = planPage(page.posts, registry, place, declared);
+  let registry = known ?? (await readRegistry(pool, target));
+  let plan: PagePlan;
+  try {
+    plan = planPage(page.posts, registry, place, declared);
+  } catch (error) {
+    if (known === undefined || !(error instanceof DataError)) throw error;
+    // An operator may have widened the column since, as the error tells them to.
+    registry = await readRegistry(pool, target);
+    plan = planPage(page.posts, registry, place, declared);
+  }
   for (let round = 0; plan.changes.length > 0; round++) {
     if (round >= 5) {
       throw new StoreError(

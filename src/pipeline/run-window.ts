@@ -3,6 +3,7 @@ import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
+import type { Registry } from '../load/schema-evolution.js';
 import { endAttempt, readWindow, recordReport, startAttempt } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
@@ -180,6 +181,8 @@ export class RunWindow {
     watchdog.waitingFor(`a page of report ${reportId}`);
     // A page is encoded while the one before it is written: on two cores the encoding overlaps the database.
     let writing: Promise<void> | undefined;
+    // Each page is planned against the columns of posts the one before saw (Loader.preparePage).
+    let registry: Registry | undefined;
     try {
       for await (const page of pages) {
         const mapped = mapRecords(page.records, { postIdField, window, page: page.index, keep });
@@ -188,7 +191,9 @@ export class RunWindow {
           window,
           { index: page.index - 1, nextPage: page.nextPage, posts: mapped, reportId },
           watchdog.signal,
+          registry,
         );
+        registry = prepared.registry;
         watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
         await writing;
         // Only numbers outlive this iteration: the page's records and rows are garbage once encoded, while the
