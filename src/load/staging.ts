@@ -166,10 +166,10 @@ export async function preparePage(
 /*
  * Schema evolution of posts until the page's fields all have their columns. The page is planned against the
  * columns the previous page of the attempt was planned against, not the catalog read again: a page fits them
- * almost always, and the catalog read was a round trip and a few dozen rows for every page. Where they are stale,
- * the catalog decides: a page that needs a column or a wider type re-reads it under the DDL lock (evolvePosts), a
- * value they reject is checked against a fresh read before it fails the window, and a column retyped by another
- * process meanwhile is reconciled or refused at the commit (commit.ts).
+ * almost always, and reading the catalog for every page costs a round trip and a few dozen rows. Where they are
+ * stale, the catalog decides: a page that needs a column or a wider type re-reads it under the DDL lock
+ * (evolvePosts), a value they reject is checked against a fresh read before it fails the window, and a column
+ * retyped meanwhile (by another process or by hand) is taken or refused at the commit (commit.ts).
  */
 async function evolveFor(
   context: LoadContext,
