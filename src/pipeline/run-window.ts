@@ -196,8 +196,8 @@ export class RunWindow {
         registry = prepared.registry;
         watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
         await writing;
-        // Only numbers and the registry outlive this iteration: the page's records and rows are garbage once encoded, while the
-        // write runs (they are most of the live heap).
+        // Only numbers and the registry outlive this iteration: the page's records and rows are garbage once
+        // encoded, while the write runs (they are most of the live heap).
         const rows = mapped.length;
         const index = page.index;
         const bytes = page.bytes;
