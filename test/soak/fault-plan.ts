@@ -115,8 +115,10 @@ export function drawFaultPlan(
         initial.latencyMs = 20 + random.int(150);
         break;
       case 'report-fails':
+        // One window's new report fails for certain (a share alone may fail none of a few windows), and
+        // sometimes a share of the others too.
+        initial.failReportStartDates = [random.pick(range.windowStarts)];
         if (random.chance(0.5)) initial.failReportShare = 0.2 + random.next() * 0.4;
-        else initial.failReportStartDates = [random.pick(range.windowStarts)];
         break;
       case 'report-expires':
         initial.reportTtlMs = 600_000;

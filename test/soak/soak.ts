@@ -338,8 +338,10 @@ function planRun(ep: Episode, random: Random, r: number, filterArgs: readonly st
   });
   tally.faultyRuns += 1;
   tally.faults.planned(faults.kinds);
-  // Re-runs come after the reuse period, so that report failures and expiries strike them too.
-  if (r > 0 && random.chance(0.7)) ep.sim.advanceTime(PAST_REUSE_MS);
+  // Re-runs come after the reuse period, so that report failures and expiries strike them too; always when a
+  // report is to fail, since a reused report is never a new one that can.
+  if (r > 0 && (random.chance(0.7) || faults.kinds.includes('report-fails')))
+    ep.sim.advanceTime(PAST_REUSE_MS);
   if (faults.reviseDates.length > 0) {
     ledger.revise(faults.reviseDates);
     ep.sim.advanceTime(PAST_REUSE_MS);
