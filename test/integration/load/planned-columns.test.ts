@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { Loader } from '../../../src/load/loader.js';
@@ -33,7 +34,7 @@ async function stage(window: Window, staged: StagedPage, previous?: PreparedPage
 
 async function values(window: Window, column: string): Promise<Array<{ id: string; v: string | null }>> {
   const result = await db.pool.query<{ id: string; v: string | null }>(
-    `SELECT platform_post_id::text AS id, ${column}::text AS v FROM post_reports.posts
+    `SELECT platform_post_id::text AS id, ${pg.escapeIdentifier(column)}::text AS v FROM post_reports.posts
       WHERE _window_start = $1 ORDER BY platform_post_id`,
     [window.start],
   );
