@@ -13,6 +13,7 @@ import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAG
 import { runCommand } from './run-command.js';
 import { type Io, quietOnClosedPipe } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
+import { failUsage, reportUsageErrors } from './usage.js';
 
 const progressOption = () =>
   new Option(
@@ -21,28 +22,35 @@ const progressOption = () =>
   ).default('10');
 
 /** --progress-interval in milliseconds; a bad value is a usage error (exit 2). */
-function progressIntervalMs(io: Io, options: Record<string, unknown>): number {
+function progressIntervalMs(io: Io, command: string, options: Record<string, unknown>): number {
   const text = String(options.progressInterval ?? '10');
   const seconds = Number(text);
   if (text.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
-    io.stderr.write(
-      `post-reports-etl: error: --progress-interval must be a number of seconds from 0 to 86400, got ${JSON.stringify(text)}\n`,
+    failUsage(
+      io,
+      command,
+      `--progress-interval must be a number of seconds from 0 to 86400, got ${JSON.stringify(text)}`,
     );
-    process.exit(2);
   }
   return Math.round(seconds * 1000);
+}
+
+/** A date option the command cannot run without (checked after commander has reported any misspelt option). */
+function requiredDate(
+  io: Io,
+  command: string,
+  options: Record<string, unknown>,
+  name: 'from' | 'to',
+): string {
+  const value = options[name];
+  if (typeof value !== 'string') failUsage(io, command, `required option '--${name} <date>' not specified`);
+  return value;
 }
 
 function program(io: Io): Command {
   const root = new Command('post-reports-etl')
     .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
-    .version(VERSION, '-V, --version', 'print the version and exit')
-    .showHelpAfterError()
-    .configureOutput({ writeErr: (text) => io.stderr.write(text) })
-    .exitOverride((error) => {
-      // Usage errors (unknown option, missing argument) share the configuration error's exit code.
-      process.exit(error.exitCode === 0 ? 0 : 2);
-    });
+    .version(VERSION, '-V, --version', 'print the version and exit');
   for (const command of [
     demoCommandOf(io),
     ...runCommandsOf(io),
@@ -51,7 +59,8 @@ function program(io: Io): Command {
   ]) {
     root.addCommand(command);
   }
-  return root;
+  // Usage errors (unknown option, missing argument) share the configuration error's exit code, in every command.
+  return reportUsageErrors(root, io);
 }
 
 /** backfill and sync. */
@@ -59,21 +68,23 @@ function runCommandsOf(io: Io): Command[] {
   const backfill = addSettingFlags(
     new Command('backfill')
       .description('Load every window of a date range (never moves the incremental cursor)')
-      .requiredOption('--from <date>', 'first date, YYYY-MM-DD')
-      .requiredOption('--to <date>', 'last date, YYYY-MM-DD (inclusive)')
+      .option('--from <date>', 'first date, YYYY-MM-DD (required)')
+      .option('--to <date>', 'last date, YYYY-MM-DD, inclusive (required)')
       .option('--reload', 'reload windows that are already loaded')
       .option('--reset', "start over: clear the schema's data and state, then load the range")
       .addOption(progressOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
-    const progress = progressIntervalMs(io, options);
+    const from = requiredDate(io, 'backfill', options, 'from');
+    const to = requiredDate(io, 'backfill', options, 'to');
+    const progress = progressIntervalMs(io, 'backfill', options);
     process.exitCode = await runCommand(
       io,
       'backfill',
       collectFlags(options, [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS]),
       {
-        from: String(options.from),
-        to: String(options.to),
+        from,
+        to,
         reload: options.reload === true,
         reset: options.reset === true,
       },
@@ -96,7 +107,7 @@ function runCommandsOf(io: Io): Command[] {
       .addOption(progressOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {
-    const progress = progressIntervalMs(io, options);
+    const progress = progressIntervalMs(io, 'sync', options);
     process.exitCode = await runCommand(
       io,
       'sync',
@@ -138,7 +149,7 @@ function demoCommandOf(io: Io): Command {
         schema: String(options.schema),
         days,
         keep: options.keep === true,
-        progressIntervalMs: progressIntervalMs(io, options),
+        progressIntervalMs: progressIntervalMs(io, 'demo', options),
         ...(typeof options.databaseUrl === 'string' ? { databaseUrl: options.databaseUrl } : {}),
         ...(typeof options.logLevel === 'string' ? { logLevel: options.logLevel } : {}),
       });
