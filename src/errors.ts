@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'CONFIG_INVALID'
   | 'FILTER_INVALID'
   | 'FILTERS_CHANGED'
+  | 'RESET_DECLINED'
   // what the run is given to work with, checked before anything is written (preflight), or met mid-run
   | 'TOKEN_REJECTED'
   | 'DB_VERSION_UNSUPPORTED'

@@ -9,6 +9,7 @@ import { todayUtc } from '../model/dates.js';
 import { backfillRange } from '../pipeline/backfill.js';
 import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
+import { readResetPreview } from '../pipeline/reset-preview.js';
 import type { LoadedHistory } from '../pipeline/run-request.js';
 import { readSchemaStatus } from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
@@ -100,6 +101,8 @@ export interface PlanArgs {
   readonly to?: string;
   readonly reload: boolean;
   readonly sync: boolean;
+  /** As a --reset run would: what it removes first, then its windows as if nothing were loaded. */
+  readonly reset: boolean;
 }
 
 /** `plan`: the windows a backfill (or, with --sync, a sync) would load, one JSON line each; reads only. */
@@ -111,11 +114,15 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
       throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
     }
     const resolve = args.sync
-      ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), false)
+      ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), args.reset)
       : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
     const pool = createPool(config.db, logger, { max: 1 });
     try {
-      for (const window of await planRun(pool, config, resolve))
+      if (args.reset) {
+        const reset = await readResetPreview(pool, config.db.schema);
+        io.stdout.write(`${JSON.stringify({ reset: { schema: config.db.schema, ...reset } })}\n`);
+      }
+      for (const window of await planRun(pool, config, resolve, { reset: args.reset }))
         io.stdout.write(`${JSON.stringify(window)}\n`);
     } finally {
       await pool.end();

@@ -55,7 +55,7 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
       io,
       'backfill',
       flags,
-      { from, to, reload: true, reset: schema === 'demo' },
+      { from, to, reload: true, reset: schema === 'demo', yes: true },
       { env, progressIntervalMs: options.progressIntervalMs, printSummary: false },
     );
     const summary = outcome.summary;

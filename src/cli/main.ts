@@ -71,7 +71,11 @@ function runCommandsOf(io: Io): Command[] {
       .option('--from <date>', 'first date, YYYY-MM-DD (required)')
       .option('--to <date>', 'last date, YYYY-MM-DD, inclusive (required)')
       .option('--reload', 'reload windows that are already loaded')
-      .option('--reset', "start over: clear the schema's data and state, then load the range")
+      .option(
+        '--reset',
+        "start over: clear the schema's data and state (says what first, and asks on a terminal), then load the range",
+      )
+      .option('--yes', 'do not ask before --reset removes what is loaded')
       .addOption(progressOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
@@ -87,6 +91,7 @@ function runCommandsOf(io: Io): Command[] {
         to,
         reload: options.reload === true,
         reset: options.reset === true,
+        yes: options.yes === true,
       },
       { progressIntervalMs: progress },
     );
@@ -103,7 +108,11 @@ function runCommandsOf(io: Io): Command[] {
   const sync = addSettingFlags(
     new Command('sync')
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
-      .option('--reset', "start over: clear the schema's data and state, then load from --start-date")
+      .option(
+        '--reset',
+        "start over: clear the schema's data and state (says what first, and asks on a terminal), then load from --start-date",
+      )
+      .option('--yes', 'do not ask before --reset removes what is loaded')
       .addOption(progressOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {
@@ -112,7 +121,7 @@ function runCommandsOf(io: Io): Command[] {
       io,
       'sync',
       collectFlags(options, syncFlags),
-      { reset: options.reset === true },
+      { reset: options.reset === true, yes: options.yes === true },
       { progressIntervalMs: progress },
     );
   });
@@ -198,7 +207,11 @@ function adminCommandsOf(io: Io): Command[] {
       .option('--from <date>', 'first date of the backfill, YYYY-MM-DD')
       .option('--to <date>', 'last date of the backfill, YYYY-MM-DD (inclusive)')
       .option('--reload', 'as a backfill --reload would')
-      .option('--sync', 'what a sync would load now'),
+      .option('--sync', 'what a sync would load now')
+      .option(
+        '--reset',
+        'what a --reset would remove (first line), then the windows it would load; removes nothing',
+      ),
     planFlags,
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await planCommand(io, collectFlags(options, planFlags), {
@@ -206,6 +219,7 @@ function adminCommandsOf(io: Io): Command[] {
       ...(typeof options.to === 'string' ? { to: options.to } : {}),
       reload: options.reload === true,
       sync: options.sync === true,
+      reset: options.reset === true,
     });
   });
 
@@ -240,7 +254,12 @@ function simulatorCommandOf(io: Io): Command {
 
 /** Runs the CLI: signal handlers and pipe handling are installed here, never on import. */
 export async function main(argv: readonly string[]): Promise<void> {
-  const io: Io = { stdout: process.stdout, stderr: process.stderr, signal: interruptSignal() };
+  const io: Io = {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    signal: interruptSignal(),
+  };
   quietOnClosedPipe(process.stdout);
   quietOnClosedPipe(process.stderr);
   await program(io).parseAsync([...argv]);

@@ -5,6 +5,7 @@ import { sync } from '../pipeline/sync.js';
 import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
+import { confirmReset } from './reset-confirm.js';
 import { classify, type Io, printError, printSummary } from './run-output.js';
 
 export interface RunArgs {
@@ -12,6 +13,8 @@ export interface RunArgs {
   readonly to?: string;
   readonly reload?: boolean;
   readonly reset?: boolean;
+  /** Do not ask before a --reset on a terminal. */
+  readonly yes?: boolean;
 }
 
 export interface RunOptions {
@@ -57,6 +60,7 @@ export async function runWithProgress(
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
+    if (args.reset === true) await confirmReset(io, context.config, context.logger, args.yes ?? false);
     const run = { ...context, onProgress: progress.start(context.logger) };
     const summary =
       command === 'backfill'

@@ -4,6 +4,8 @@ import type { RunStatus, RunSummary } from '../pipeline/run-summary.js';
 
 /** Where a command writes: stdout carries only the summary line; people read stderr. */
 export interface Io {
+  /** Where a question to a person is answered (a --reset on a terminal); absent: nobody to ask. */
+  readonly stdin?: NodeJS.ReadableStream;
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream;
   /** Fired by SIGINT/SIGTERM; installed first thing, so that no early signal goes unanswered. */

@@ -121,6 +121,32 @@ export async function resetTarget(
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
 }
 
+/** What a reset would remove, read before it does: the loaded windows, their posts and dates, and the cursor. */
+export interface ResetPreview extends ResetCounts {
+  /** The first and last date the loaded windows cover, or null when none is loaded. */
+  readonly from: string | null;
+  readonly to: string | null;
+  readonly cursor: string | null;
+}
+
+/** What resetTarget would remove now; reads only. Throws UNDEFINED_TABLE when the schema is not set up. */
+export async function previewReset(db: Queryable, schema: string): Promise<ResetPreview> {
+  const { rows } = await db.query<{ windows: number; posts: string; from: string | null; to: string | null }>(
+    `SELECT count(*)::int AS windows, COALESCE(sum(row_count), 0)::text AS posts,
+            min(window_start)::text AS "from", max(window_end)::text AS "to"
+       FROM ${qualified(schema, 'report_windows')} WHERE row_count IS NOT NULL`,
+  );
+  const row = rows[0];
+  const target = await readTarget(db, schema);
+  return {
+    windows: row?.windows ?? 0,
+    posts: Number(row?.posts ?? 0),
+    from: row?.from ?? null,
+    to: row?.to ?? null,
+    cursor: target?.cursorDate ?? null,
+  };
+}
+
 /** Whether every window of `windows` was loaded at or after `since` (by any process). */
 export async function loadedSince(
   db: Queryable,

@@ -42,16 +42,21 @@ interface SchemaState {
 
 const NOTHING: SchemaState = { history: { cursor: null, firstLoaded: null }, loaded: [], windows: [] };
 
-/** The windows `resolve` gives for what the schema holds, with their standing; `config` names the schema. */
+/**
+ * The windows `resolve` gives for what the schema holds, with their standing; `config` names the schema. With
+ * `reset`, as a --reset run plans them: from nothing loaded, each window loaded, its standing shown as it is now.
+ */
 export async function planRun(
   pool: pg.Pool,
   config: Config,
   resolve: (history: LoadedHistory) => RunRange,
+  options: { readonly reset?: boolean } = {},
 ): Promise<PlannedWindow[]> {
   const schema = config.db.schema;
   const state = await readState(pool, schema);
-  const range = resolve(state.history);
-  const plan = planWindows(range.windows, state.loaded, {
+  const from = options.reset === true ? NOTHING : state;
+  const range = resolve(from.history);
+  const plan = planWindows(range.windows, from.loaded, {
     reload: range.reload,
     ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
   });

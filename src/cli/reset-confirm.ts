@@ -1,0 +1,42 @@
+import { createInterface } from 'node:readline/promises';
+import type { Config } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { createPool } from '../load/database.js';
+import type { Logger } from '../logger.js';
+import { describeReset, readResetPreview, removesSomething } from '../pipeline/reset-preview.js';
+import type { Io } from './run-output.js';
+
+/** Whether a person is at the keyboard: both stdin and stderr are a terminal. */
+export function onTerminal(io: Io): boolean {
+  return (
+    (io.stdin as Partial<NodeJS.ReadStream> | undefined)?.isTTY === true &&
+    (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true
+  );
+}
+
+/**
+ * Before a --reset: says what it will remove, and on a terminal asks (unless --yes). A scheduled run (no
+ * terminal) goes on as told. Throws ConfigError (exit 2) when the person declines: nothing is removed.
+ */
+export async function confirmReset(io: Io, config: Config, logger: Logger, yes: boolean): Promise<void> {
+  const pool = createPool(config.db, logger, { max: 1 });
+  let preview: Awaited<ReturnType<typeof readResetPreview>>;
+  try {
+    preview = await readResetPreview(pool, config.db.schema);
+  } finally {
+    await pool.end();
+  }
+  io.stderr.write(`post-reports-etl: ${describeReset(config.db.schema, preview)}\n`);
+  if (yes || !removesSomething(preview) || !onTerminal(io) || io.stdin === undefined) return;
+  const prompt = createInterface({ input: io.stdin, output: io.stderr, terminal: true });
+  try {
+    const answer = await prompt.question('Remove them and start over? [y/N] ', { signal: io.signal });
+    if (/^\s*y(es)?\s*$/i.test(answer)) return;
+  } catch (error) {
+    if (io.signal.aborted) throw io.signal.reason;
+    throw error;
+  } finally {
+    prompt.close();
+  }
+  throw new ConfigError('RESET_DECLINED', '--reset declined: nothing was removed');
+}

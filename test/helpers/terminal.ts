@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import { CLI } from './cli.js';
+
+export interface TerminalResult {
+  readonly code: number | null;
+  /** Everything the terminal showed (stdout and stderr together), lines ending in \r\n as a terminal has them. */
+  readonly output: string;
+}
+
+export interface TerminalOptions {
+  /** Types `text` once the terminal has shown `after` (a question's prompt). */
+  readonly answer?: { readonly after: string; readonly text: string };
+}
+
+/** A word the shell takes as it is. */
+function quote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * Runs the built CLI on a pseudo-terminal (util-linux `script`), with exactly `env` (plus PATH): stdin, stdout
+ * and stderr are all the terminal, as when a person runs it.
+ */
+export function runOnTerminal(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: TerminalOptions = {},
+): Promise<TerminalResult> {
+  const command = [process.execPath, CLI, ...args].map(quote).join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  let answered = false;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+    const answer = options.answer;
+    if (answer !== undefined && !answered && output.includes(answer.after)) {
+      answered = true;
+      child.stdin.write(answer.text);
+    }
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      child.stdin.destroy();
+      resolve({ code, output });
+    });
+  });
+}
+
+/** The summary line a run printed on the terminal, parsed. */
+export function terminalSummary(output: string): Record<string, unknown> | undefined {
+  const line = output.split(/\r?\n/).findLast((l) => l.startsWith('{"command"'));
+  return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
+}
