@@ -1,71 +1,107 @@
+import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
-import type { Flags } from '../config.js';
+import type { Config, Flags } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
-import { asStoreError, createPool } from '../load/database.js';
+import { connectionError } from '../load/connection-error.js';
+import { createPool } from '../load/database.js';
 import { acquireRunLock } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
+import type { Logger } from '../logger.js';
 import { todayUtc } from '../model/dates.js';
 import { backfillRange } from '../pipeline/backfill.js';
+import { EXIT } from '../pipeline/exit-codes.js';
 import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
 import { readResetPreview } from '../pipeline/reset-preview.js';
 import type { LoadedHistory } from '../pipeline/run-request.js';
 import { readSchemaStatus } from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
+import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
-import { classify, type Io, printError } from './run-output.js';
+import { classify, failureSummary, type Io, printError, printSummary } from './run-output.js';
 
-async function guarded(io: Io, body: () => Promise<void>): Promise<number> {
+/**
+ * Runs a command's body: a failure is one line on stderr, the exit code exitFor gives its cause, and, for a
+ * command whose result is a JSON line (`summary` names it), the summary line on stdout too.
+ */
+async function guarded(io: Io, body: () => Promise<void>, summary?: string): Promise<number> {
+  const started = Date.now();
   try {
     await body();
     return 0;
   } catch (error) {
     printError(io, error);
+    if (summary !== undefined) printSummary(io, failureSummary(summary, error, started));
     return classify(error).exitCode;
+  }
+}
+
+/** A pool for the command's reads; an error reaching the database reads as in every other command. */
+async function withDatabase<T>(
+  config: Config,
+  logger: Logger,
+  max: number,
+  body: (pool: pg.Pool) => Promise<T>,
+): Promise<T> {
+  const pool = createPool(config.db, logger, { max });
+  try {
+    return await body(pool);
+  } catch (error) {
+    throw connectionError(config.db.url.reveal(), error);
+  } finally {
+    await pool.end();
   }
 }
 
 /** `migrate`: applies pending migrations to the schema. */
 export function migrateCommand(io: Io, flags: Flags): Promise<number> {
-  return guarded(io, async () => {
-    const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
-    // The run lock's connection and the migrator's.
-    const pool = createPool(config.db, logger, { max: 2 });
-    try {
-      await checkServer(pool, config.db.schema).catch((error: unknown) => {
-        throw asStoreError('reading the server version and privileges', error);
+  return guarded(
+    io,
+    async () => {
+      const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
+      // The run lock's connection and the migrator's.
+      await withDatabase(config, logger, 2, async (pool) => {
+        await checkServer(pool, config.db.schema);
+        const target = {
+          schema: config.db.schema,
+          postIdField: config.api.postIdField,
+          partitionPeriod: config.db.partitionPeriod,
+        };
+        // Migrations change tables the runs are writing: the schema is taken alone, as a reset takes it.
+        const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+          ...(signal ? { signal } : {}),
+          alone: async () => 'migrate',
+          onWait: (message) => logger.warn(message),
+        });
+        try {
+          const { applied } = await migrate(pool, target, logger, signal);
+          printSummary(io, {
+            command: 'migrate',
+            version: VERSION,
+            status: 'succeeded',
+            exitCode: EXIT.ok,
+            schema: config.db.schema,
+            applied,
+          });
+        } finally {
+          await lock.release();
+        }
       });
-      const target = {
-        schema: config.db.schema,
-        postIdField: config.api.postIdField,
-        partitionPeriod: config.db.partitionPeriod,
-      };
-      // Migrations change tables the runs are writing: the schema is taken alone, as a reset takes it.
-      const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
-        ...(signal ? { signal } : {}),
-        alone: async () => 'migrate',
-        onWait: (message) => logger.warn(message),
-      });
-      try {
-        const { applied } = await migrate(pool, target, logger, signal);
-        io.stdout.write(`${JSON.stringify({ schema: config.db.schema, applied })}\n`);
-      } finally {
-        await lock.release();
-      }
-    } finally {
-      await pool.end();
-    }
-  });
+    },
+    'migrate',
+  );
 }
 
 /** `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the run. */
 export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
-  return guarded(io, async () => {
-    const { config, logger } = commandContext(flags, { db: true }, io.signal);
-    const pool = createPool(config.db, logger, { max: 1 });
-    try {
-      const status = await readSchemaStatus(pool, config.db.schema);
+  return guarded(
+    io,
+    async () => {
+      const { config, logger } = commandContext(flags, { db: true }, io.signal);
+      const status = await withDatabase(config, logger, 1, (pool) =>
+        readSchemaStatus(pool, config.db.schema),
+      );
       if (json) {
         io.stdout.write(`${JSON.stringify(status)}\n`);
         return;
@@ -90,10 +126,9 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
           `${w.start}..${w.end}  ${w.standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
         );
       }
-    } finally {
-      await pool.end();
-    }
-  });
+    },
+    json ? 'status' : undefined,
+  );
 }
 
 export interface PlanArgs {
@@ -116,17 +151,14 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
     const resolve = args.sync
       ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), args.reset)
       : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
-    const pool = createPool(config.db, logger, { max: 1 });
-    try {
+    await withDatabase(config, logger, 1, async (pool) => {
       if (args.reset) {
         const reset = await readResetPreview(pool, config.db.schema);
         io.stdout.write(`${JSON.stringify({ reset: { schema: config.db.schema, ...reset } })}\n`);
       }
       for (const window of await planRun(pool, config, resolve, { reset: args.reset }))
         io.stdout.write(`${JSON.stringify(window)}\n`);
-    } finally {
-      await pool.end();
-    }
+    });
   });
 }
 

@@ -2,11 +2,10 @@ import type { Flags, RawSettings } from '../config.js';
 import { backfill } from '../pipeline/backfill.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
-import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
 import { confirmReset } from './reset-confirm.js';
-import { classify, type Io, printError, printSummary } from './run-output.js';
+import { classify, failureSummary, type Io, printError, printSummary } from './run-output.js';
 
 export interface RunArgs {
   readonly from?: string;
@@ -83,18 +82,11 @@ export async function runWithProgress(
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
     progress.stop();
-    const { exitCode, status, code } = signal.aborted ? classify(signal.reason) : classify(error);
+    const cause = signal.aborted ? signal.reason : error;
     printError(io, error);
-    if (print) {
-      printSummary(io, {
-        command,
-        version: VERSION,
-        status,
-        exitCode,
-        durationMs: Date.now() - started,
-        error: { code, message: error instanceof Error ? error.message.split('\n')[0] : String(error) },
-      });
-    }
+    // The exit code is the signal's when one stopped the run; the message is the error's own.
+    if (print) printSummary(io, failureSummary(command, cause, started, error));
+    const { exitCode } = classify(cause);
     return { exitCode };
   }
 }

@@ -1,6 +1,7 @@
 import { ConfigError, EtlError, oneLine } from '../errors.js';
 import { EXIT, exitFor } from '../pipeline/exit-codes.js';
 import type { RunStatus, RunSummary } from '../pipeline/run-summary.js';
+import { VERSION } from '../version.js';
 
 /** Where a command writes: stdout carries only the summary line; people read stderr. */
 export interface Io {
@@ -32,6 +33,28 @@ export function printError(io: Io, error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
   const lines = error instanceof ConfigError ? message.split('\n') : [oneLine(message)];
   for (const line of lines) io.stderr.write(`post-reports-etl: error: ${line}\n`);
+}
+
+/**
+ * The summary line of a command that `cause` stopped (its message `error`'s, when that differs): the same fields
+ * in every command that prints one.
+ */
+export function failureSummary(
+  command: string,
+  cause: unknown,
+  started: number,
+  error: unknown = cause,
+): Record<string, unknown> {
+  const { exitCode, status, code } = classify(cause);
+  const message = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
+  return {
+    command,
+    version: VERSION,
+    status,
+    exitCode,
+    durationMs: Date.now() - started,
+    error: { code, message },
+  };
 }
 
 export function printSummary(io: Io, summary: RunSummary | Record<string, unknown>): void {

@@ -1,5 +1,6 @@
 import type { ApiClient } from '../api/client.js';
-import { ConfigError, DataError } from '../errors.js';
+import { SETTINGS } from '../config.js';
+import { ApiError, ConfigError, DataError } from '../errors.js';
 import { FILTER_KINDS, FILTER_NAMES, type FilterKind, type Filters } from '../model/filters.js';
 import { isRecord, kind } from './json-shape.js';
 
@@ -22,9 +23,21 @@ export type Dimensions = { [K in ListedKind]: string[] } & {
 
 const DIMENSIONS_PATH = 'reports/posts/dimensions';
 
-/** Fetches GET /reports/posts/dimensions and checks its shape. */
+/**
+ * Fetches GET /reports/posts/dimensions and checks its shape. It is the first request of every command that calls
+ * the API, so a 404 there means the base URL is not the API's (API_NOT_FOUND, exit 2): no report was asked for.
+ */
 export async function fetchDimensions(client: ApiClient, signal?: AbortSignal): Promise<Dimensions> {
-  const body = await client.getJson(DIMENSIONS_PATH, signal ? { signal } : {});
+  const body = await client.getJson(DIMENSIONS_PATH, signal ? { signal } : {}).catch((error: unknown) => {
+    if (error instanceof ApiError && error.status === 404) {
+      throw new ApiError(
+        'API_NOT_FOUND',
+        `GET /${DIMENSIONS_PATH} answered 404: ${SETTINGS.baseUrl.env} (${SETTINGS.baseUrl.flag}) must be the API's base URL, ending in /v4`,
+        { status: 404, ...(error.endpoint === undefined ? {} : { endpoint: error.endpoint }), cause: error },
+      );
+    }
+    throw error;
+  });
   return parseDimensions(body);
 }
 

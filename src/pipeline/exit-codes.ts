@@ -26,7 +26,7 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
   {
     code: EXIT.usage,
     meaning:
-      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses (each found before anything is written); a token the API rejects (401/403), on any request, stops the run at once',
+      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a database that does not exist, a base URL the API answers 404 at (each found before anything is written), a `--reset` declined at its question; a token the API rejects (401/403), on any request, stops the run at once',
   },
   {
     code: EXIT.partial,
@@ -54,6 +54,8 @@ const NEEDS_A_PERSON = new Set<string>([
   'DB_VERSION_UNSUPPORTED',
   'DB_PRIVILEGE_MISSING',
   'DB_LOGIN_REJECTED',
+  'DB_NOT_FOUND',
+  'API_NOT_FOUND',
 ]);
 
 /** How a run ended, as far as its exit code goes. */
@@ -68,7 +70,10 @@ export type RunEnd =
       readonly stoppedBy?: unknown;
     };
 
-/** The exit code of a run, by cause: the one function the CLI, the summary and the README's table agree with. */
+/**
+ * The exit code of every command, by cause: the one function the CLI (runs, `status`, `plan`, `migrate`,
+ * `dimensions`, the demo), the summary and the README's table agree with.
+ */
 export function exitFor(end: RunEnd): ExitCode {
   if ('error' in end) return exitForError(end.error);
   if (end.stoppedBy !== undefined) return exitForError(end.stoppedBy);

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
-import { SETTINGS } from '../config.js';
-import { EtlError, oneLine, StoreError } from '../errors.js';
+import { oneLine } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
-import { asStoreError, createPool, deadlineHint } from '../load/database.js';
+import { connectionError } from '../load/connection-error.js';
+import { createPool } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { acquireRunLock, type RunLock } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
-import { sqlState } from '../load/pg-error-codes.js';
 import { WindowClaims } from '../load/window-claims.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
 import { dayBefore } from '../model/dates.js';
@@ -195,36 +194,4 @@ function summarize(
       ? {}
       : { error: { code: stoppedBy.code, message: oneLine(stoppedBy.message) } }),
   };
-}
-
-/** A connection failure, named by host, port and database: never the user or password. */
-function connectionError(url: string, error: unknown): unknown {
-  if (error instanceof EtlError) return error;
-  const state = sqlState(error);
-  // Class 28: the server refused the role or its password; retrying cannot help, a person must fix the login.
-  const refused = state?.startsWith('28') === true;
-  let where: string = SETTINGS.databaseUrl.env;
-  try {
-    const parsed = new URL(url);
-    where = `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
-  } catch {
-    // An unparsable URL: the reason below says why.
-  }
-  // Any other SQLSTATE means PostgreSQL answered: its own message speaks for itself.
-  if (!refused && /^[0-9A-Z]{5}$/.test(state ?? '')) return asStoreError(`PostgreSQL at ${where}`, error);
-  const reason = error instanceof Error ? error.message : String(error);
-  if (refused) {
-    return new StoreError(
-      'DB_LOGIN_REJECTED',
-      `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}`,
-      {
-        cause: error,
-      },
-    );
-  }
-  return new StoreError(
-    'DB_ERROR',
-    `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${deadlineHint(error)}`,
-    { cause: error },
-  );
 }

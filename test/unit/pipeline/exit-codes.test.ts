@@ -30,6 +30,11 @@ describe('exit codes by cause', () => {
     expect(exitFor({ error: new ConfigError('FILTER_INVALID', 'x') })).toBe(2);
     expect(exitFor({ error: new StoreError('DB_VERSION_UNSUPPORTED', 'x') })).toBe(2);
     expect(exitFor({ error: new StoreError('DB_PRIVILEGE_MISSING', 'x') })).toBe(2);
+    expect(exitFor({ error: new StoreError('DB_LOGIN_REJECTED', 'x') })).toBe(2);
+    expect(exitFor({ error: new StoreError('DB_NOT_FOUND', 'x') })).toBe(2);
+    expect(exitFor({ error: new ApiError('API_NOT_FOUND', 'x', { status: 404 }) })).toBe(2);
+    expect(exitFor({ error: new ApiError('API_HTTP_ERROR', 'x', { status: 500 }) })).toBe(1);
+    expect(exitFor({ error: new ConfigError('RESET_DECLINED', 'x') })).toBe(2);
     expect(exitFor({ error: new StoreError('LOCK_HELD', 'x') })).toBe(4);
     expect(exitFor({ error: new StoreError('DB_ERROR', 'cannot connect') })).toBe(1);
     expect(exitFor({ error: new ApiError('API_NETWORK_ERROR', 'ECONNREFUSED') })).toBe(1);

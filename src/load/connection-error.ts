@@ -1,0 +1,47 @@
+import { SETTINGS } from '../config.js';
+import { EtlError, oneLine, StoreError } from '../errors.js';
+import { asStoreError, deadlineHint } from './database.js';
+import { INVALID_CATALOG_NAME, sqlState } from './pg-error-codes.js';
+
+/**
+ * An error met reaching the database, as every command words it: named by host, port and database, never the
+ * user or password. One cause reads the same in `sync`, `status`, `plan` and `migrate`, with one code (and so
+ * one exit code): a login refused or a database that does not exist needs a person, a connection refused may
+ * pass. Errors of the connector's own pass through as they are.
+ */
+export function connectionError(url: string, error: unknown): EtlError {
+  if (error instanceof EtlError) return error;
+  const state = sqlState(error);
+  let where: string = SETTINGS.databaseUrl.env;
+  let database = '';
+  try {
+    const parsed = new URL(url);
+    database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+    where = `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
+  } catch {
+    // An unparsable URL: the reason below says why.
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  // Class 28: the server refused the role or its password; retrying cannot help, a person must fix the login.
+  if (state?.startsWith('28') === true) {
+    return new StoreError(
+      'DB_LOGIN_REJECTED',
+      `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}`,
+      { cause: error },
+    );
+  }
+  if (state === INVALID_CATALOG_NAME) {
+    return new StoreError(
+      'DB_NOT_FOUND',
+      `PostgreSQL at ${where} has no database ${JSON.stringify(database)}: create it, or correct ${SETTINGS.databaseUrl.env} (${SETTINGS.databaseUrl.flag})`,
+      { cause: error },
+    );
+  }
+  // Any other SQLSTATE means PostgreSQL answered: its own message speaks for itself.
+  if (/^[0-9A-Z]{5}$/.test(state ?? '')) return asStoreError(`PostgreSQL at ${where}`, error);
+  return new StoreError(
+    'DB_ERROR',
+    `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${deadlineHint(error)}`,
+    { cause: error },
+  );
+}
