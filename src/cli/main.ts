@@ -25,11 +25,11 @@ const progressOption = () =>
 function progressIntervalMs(io: Io, command: string, options: Record<string, unknown>): number {
   const text = String(options.progressInterval ?? '10');
   const seconds = Number(text);
-  if (text.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+  if (text.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) {
     failUsage(
       io,
       command,
-      `--progress-interval must be a number of seconds from 0 to 86400, got ${JSON.stringify(text)}`,
+      `--progress-interval must be a number of seconds above 0, up to 86400, got ${JSON.stringify(text)}`,
     );
   }
   return Math.round(seconds * 1000);

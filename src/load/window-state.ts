@@ -121,6 +121,14 @@ export async function resetTarget(
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
 }
 
+/** Whether `schema` exists at all (a schema not set up yet exists once a run or `migrate` created it). */
+export async function schemaExists(db: Queryable, schema: string): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>('SELECT to_regnamespace($1) IS NOT NULL AS found', [
+    schema,
+  ]);
+  return rows[0]?.found === true;
+}
+
 /** What a reset would remove, read before it does: the loaded windows, their posts and dates, and the cursor. */
 export interface ResetPreview extends ResetCounts {
   /** The first and last date the loaded windows cover, or null when none is loaded. */

@@ -1,7 +1,15 @@
 import type pg from 'pg';
+import { SETTINGS } from '../config.js';
+import { ConfigError } from '../errors.js';
 import { type LockHolder, runLockHolders, windowClaimHolders } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
-import { listWindows, readTarget, type SyncState, type WindowState } from '../load/window-state.js';
+import {
+  listWindows,
+  readTarget,
+  type SyncState,
+  schemaExists,
+  type WindowState,
+} from '../load/window-state.js';
 import type { FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 
@@ -59,6 +67,13 @@ export function standingOf(window: Pick<WindowState, 'status'>, claimed: boolean
 
 /** Reads a schema's windows, cursor and run lock (read only; an empty status for a schema not set up yet). */
 export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<SchemaStatus> {
+  // A schema name mistyped would otherwise read as an empty schema: "0 windows loaded".
+  if (!(await schemaExists(db, schema))) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `schema ${JSON.stringify(schema)} does not exist: check ${SETTINGS.schema.env} (${SETTINGS.schema.flag})`,
+    );
+  }
   let target: SyncState | null = null;
   let windows: WindowState[] = [];
   let fields: FieldSelection | null = null;

@@ -43,6 +43,13 @@ export function syncRange(run: RunConfig, history: LoadedHistory, to: string, re
         `${reset ? '--reset starts over from the start date' : 'the first sync needs a start date'}: pass ${SETTINGS.startDate.flag} YYYY-MM-DD or set ${SETTINGS.startDate.env}`,
       );
     }
+    // A date not come yet is a typo (a year off): loading today and setting the cursor would hide it.
+    if (startDate > to) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${SETTINGS.startDate.flag} ${startDate} is after today (${to}, UTC): a sync loads up to today; pass a date on or before it`,
+      );
+    }
     const from = upTo(startDate);
     return { from, to, windows: cutWindows(from, to, run.windowDays), reload: true };
   }
