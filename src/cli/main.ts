@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
-import { VERSION } from '../version.js';
+import { unsupportedNode, VERSION } from '../version.js';
 import { dimensionsCommand, migrateCommand, planCommand, statusCommand } from './admin-commands.js';
 import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
@@ -262,6 +262,12 @@ export async function main(argv: readonly string[]): Promise<void> {
   };
   quietOnClosedPipe(process.stdout);
   quietOnClosedPipe(process.stderr);
+  const supported = unsupportedNode();
+  if (supported !== undefined) {
+    io.stderr.write(
+      `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (${supported}): upgrade Node\n`,
+    );
+  }
   await program(io).parseAsync([...argv]);
 }
 

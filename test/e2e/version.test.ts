@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { cliEnv } from '../helpers/e2e-env.js';
+import { copyBuiltPackage } from '../helpers/package-copy.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -41,5 +44,24 @@ describe("the connector's version (the built CLI)", () => {
     });
     expect(refused.code).toBe(2);
     expect(refused.summary).toMatchObject({ version, status: 'invalid' });
+  });
+});
+
+describe('a Node older than the package supports (the built CLI, a copy whose engines ask for more)', () => {
+  it('warns at start, naming the Node running and the versions supported, and goes on', async () => {
+    const copy = await copyBuiltPackage();
+    try {
+      const manifestPath = join(copy.dir, 'package.json');
+      const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as Record<string, unknown>;
+      await writeFile(manifestPath, JSON.stringify({ ...manifest, engines: { node: '>=999.1' } }));
+      const result = await runCli(['--version'], {}, { cli: copy.cli });
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe(`${version}\n`);
+      expect(result.stderr).toBe(
+        `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (>=999.1): upgrade Node\n`,
+      );
+    } finally {
+      await copy.remove();
+    }
   });
 });
