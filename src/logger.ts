@@ -24,15 +24,29 @@ const REDACT_PATHS = [
   '*.password',
 ];
 
+/**
+ * Log lines for a person at a terminal: one line an event, without the fields every line of a run repeats (its
+ * id, its command, the process) nor the bulky ones the summary line or a count already says (the summary, the
+ * list of new columns). In-process and synchronous: a worker-thread transport could lose the last lines when the
+ * CLI exits.
+ */
+export function prettyDestination(destination: number | NodeJS.WritableStream): DestinationStream {
+  return prettyStream({
+    destination,
+    sync: true,
+    colorize: true,
+    singleLine: true,
+    translateTime: 'HH:MM:ss',
+    ignore: 'pid,hostname,runId,command,summary,columns',
+  });
+}
+
 /** Builds the one logger of a process; everything else receives it (or a child) as an argument. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const secrets = (options.secrets ?? []).filter((s) => s.length > 0);
   const destination =
     options.destination ??
-    (options.pretty
-      ? // In-process and synchronous: a worker-thread transport could lose the last lines when the CLI exits.
-        prettyStream({ destination: 2, sync: true, colorize: true })
-      : pino.destination({ dest: 2, sync: true }));
+    (options.pretty ? prettyDestination(2) : pino.destination({ dest: 2, sync: true }));
   return pino(
     {
       level: options.level ?? 'info',

@@ -1,5 +1,4 @@
 import { setFlagsFromString } from 'node:v8';
-import { build as prettyStream } from 'pino-pretty';
 import {
   type Config,
   type ConfigNeeds,
@@ -9,12 +8,14 @@ import {
   readEnvironment,
 } from '../config.js';
 import { EtlError } from '../errors.js';
-import { createLogger, type Logger } from '../logger.js';
+import { createLogger, type Logger, prettyDestination } from '../logger.js';
 
 /** What a command runs with: the validated configuration, the process logger and a signal for SIGINT/SIGTERM. */
 export interface CommandContext {
   readonly config: Config;
   readonly logger: Logger;
+  /** Whether the log is for a person (pretty lines), not for a machine (JSON). */
+  readonly pretty: boolean;
   readonly signal: AbortSignal;
 }
 
@@ -60,11 +61,9 @@ export function commandContext(
     level: config.log.level,
     pretty,
     secrets,
-    ...(sink === undefined
-      ? {}
-      : { destination: pretty ? prettyStream({ destination: sink, sync: true, colorize: true }) : sink }),
+    ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink) : sink }),
   });
-  return { config, logger, signal };
+  return { config, logger, signal, pretty };
 }
 
 /** An AbortSignal fired by the first SIGINT or SIGTERM; a second one exits at once. */

@@ -12,7 +12,7 @@ import { claimDemoSchema } from '../demo/demo-schema.js';
 import { addDays, todayUtc } from '../model/dates.js';
 import { startSimulator } from '../simulator/server.js';
 import { runWithProgress } from './run-command.js';
-import { classify, type Io, printError } from './run-output.js';
+import { classify, type Io, plural, printError } from './run-output.js';
 
 export interface DemoOptions {
   /** Schema to load into (default `demo`). */
@@ -140,11 +140,6 @@ function demoSettings(
   const logLevel = options.logLevel ?? (quiet ? 'warn' : undefined);
   const flags: Flags = logLevel === undefined ? {} : { logLevel };
   return { env, flags };
-}
-
-/** `1 window`, `5 windows`. */
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function pick(

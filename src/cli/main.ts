@@ -21,6 +21,12 @@ const progressOption = () =>
     'seconds between progress log lines when stderr is not a terminal (a live bar otherwise)',
   ).default('10');
 
+const quietOption = () =>
+  new Option(
+    '--quiet',
+    'only warnings and errors on stderr (no progress, no closing sentence); the summary line stays',
+  );
+
 /** --progress-interval in milliseconds; a bad value is a usage error (exit 2). */
 function progressIntervalMs(io: Io, command: string, options: Record<string, unknown>): number {
   const text = String(options.progressInterval ?? '10');
@@ -76,7 +82,8 @@ function runCommandsOf(io: Io): Command[] {
         "start over: clear the schema's data and state (says what first, and asks on a terminal), then load the range",
       )
       .option('--yes', 'do not ask before --reset removes what is loaded')
-      .addOption(progressOption()),
+      .addOption(progressOption())
+      .addOption(quietOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     const from = requiredDate(io, 'backfill', options, 'from');
@@ -93,7 +100,7 @@ function runCommandsOf(io: Io): Command[] {
         reset: options.reset === true,
         yes: options.yes === true,
       },
-      { progressIntervalMs: progress },
+      { progressIntervalMs: progress, quiet: options.quiet === true },
     );
   });
 
@@ -113,7 +120,8 @@ function runCommandsOf(io: Io): Command[] {
         "start over: clear the schema's data and state (says what first, and asks on a terminal), then load from --start-date",
       )
       .option('--yes', 'do not ask before --reset removes what is loaded')
-      .addOption(progressOption()),
+      .addOption(progressOption())
+      .addOption(quietOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {
     const progress = progressIntervalMs(io, 'sync', options);
@@ -122,7 +130,7 @@ function runCommandsOf(io: Io): Command[] {
       'sync',
       collectFlags(options, syncFlags),
       { reset: options.reset === true, yes: options.yes === true },
-      { progressIntervalMs: progress },
+      { progressIntervalMs: progress, quiet: options.quiet === true },
     );
   });
 

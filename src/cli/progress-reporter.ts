@@ -12,8 +12,16 @@ export interface ProgressReporter {
   stop(): void;
 }
 
-/** Chooses the live bar when `stderr` is a terminal, and the log line every `intervalMs` otherwise. */
-export function createProgressReporter(stderr: NodeJS.WritableStream, intervalMs: number): ProgressReporter {
+/**
+ * Chooses the live bar when `stderr` is a terminal, and the log line every `intervalMs` otherwise; nothing at
+ * all when `quiet`.
+ */
+export function createProgressReporter(
+  stderr: NodeJS.WritableStream,
+  intervalMs: number,
+  quiet = false,
+): ProgressReporter {
+  if (quiet) return { logSink: undefined, start: () => () => {}, stop: () => {} };
   const tty = (stderr as Partial<NodeJS.WriteStream>).isTTY === true;
   if (tty) {
     const live = new LiveProgress(stderr as NodeJS.WriteStream);

@@ -5,7 +5,14 @@ import { sync } from '../pipeline/sync.js';
 import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
 import { confirmReset } from './reset-confirm.js';
-import { classify, failureSummary, type Io, printError, printSummary } from './run-output.js';
+import {
+  classify,
+  closingSentence,
+  failureSummary,
+  type Io,
+  printError,
+  printSummary,
+} from './run-output.js';
 
 export interface RunArgs {
   readonly from?: string;
@@ -23,6 +30,8 @@ export interface RunOptions {
   readonly env?: RawSettings;
   /** Print the JSON summary line on stdout (default true; the demo prints its own report). */
   readonly printSummary?: boolean;
+  /** Only warnings and errors on stderr: no progress, no closing sentence. */
+  readonly quiet?: boolean;
 }
 
 export interface RunOutcome {
@@ -52,10 +61,12 @@ export async function runWithProgress(
 ): Promise<RunOutcome> {
   const started = Date.now();
   const signal = io.signal;
-  const progress = createProgressReporter(io.stderr, options.progressIntervalMs);
+  const quiet = options.quiet ?? false;
+  const progress = createProgressReporter(io.stderr, options.progressIntervalMs, quiet);
   const print = options.printSummary ?? true;
   try {
-    const context = commandContext(flags, { api: true, db: true }, signal, {
+    const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
+    const context = commandContext(settings, { api: true, db: true }, signal, {
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
@@ -78,6 +89,9 @@ export async function runWithProgress(
     for (const f of summary.failures) {
       io.stderr.write(`post-reports-etl: window failed: ${f.start}..${f.end}: ${f.code}: ${f.message}\n`);
     }
+    // A person at a terminal reads a sentence; the JSON line below is for the scheduler.
+    const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
+    if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary)}\n`);
     if (print) printSummary(io, summary);
     return { exitCode: summary.exitCode, summary };
   } catch (error) {

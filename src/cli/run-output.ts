@@ -57,6 +57,31 @@ export function failureSummary(
   };
 }
 
+/** `1 window`, `5 windows`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/** The end of a run in a sentence a person reads: what was loaded, and what to do about what was not. */
+export function closingSentence(summary: RunSummary): string {
+  const { windows } = summary;
+  const range = summary.from === null ? '' : `, ${summary.from} to ${summary.to}`;
+  const parts = [
+    `Loaded ${plural(summary.posts, 'post')} in ${plural(windows.loaded, 'window')}${range}, in ${(summary.durationMs / 1000).toFixed(1)} s.`,
+  ];
+  if (windows.skipped > 0) parts.push(`${plural(windows.skipped, 'window')} already loaded, skipped.`);
+  if (windows.byOthers > 0) parts.push(`${plural(windows.byOthers, 'window')} loaded by another run.`);
+  if (windows.failed > 0) {
+    parts.push(
+      `${plural(windows.failed, 'window')} failed (above): run the same command again to load them.`,
+    );
+  }
+  if (summary.status === 'interrupted') parts.push('Interrupted: run the same command again to resume.');
+  if (summary.error !== undefined) parts.push(`Stopped: ${summary.error.message}`);
+  if (summary.command === 'sync' && summary.cursor !== null) parts.push(`Cursor: ${summary.cursor}.`);
+  return parts.join(' ');
+}
+
 export function printSummary(io: Io, summary: RunSummary | Record<string, unknown>): void {
   io.stdout.write(`${JSON.stringify(summary)}\n`);
 }
