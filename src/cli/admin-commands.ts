@@ -5,7 +5,7 @@ import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
 import { createPool } from '../load/database.js';
-import { acquireRunLock } from '../load/locks.js';
+import { acquireRunLock, type LockHolder } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
 import type { Logger } from '../logger.js';
 import { todayUtc } from '../model/dates.js';
@@ -13,13 +13,13 @@ import { backfillRange } from '../pipeline/backfill.js';
 import { EXIT } from '../pipeline/exit-codes.js';
 import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
-import { readResetPreview } from '../pipeline/reset-preview.js';
+import { describeReset, readResetPreview } from '../pipeline/reset-preview.js';
 import type { LoadedHistory } from '../pipeline/run-request.js';
-import { readSchemaStatus } from '../pipeline/schema-status.js';
+import { readSchemaStatus, type WindowStatus } from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
 import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
-import { classify, failureSummary, type Io, printError, printSummary } from './run-output.js';
+import { classify, failureSummary, type Io, plural, printError, printSummary } from './run-output.js';
 
 /**
  * Runs a command's body: a failure is one line on stderr, the exit code exitFor gives its cause, and, for a
@@ -55,7 +55,7 @@ async function withDatabase<T>(
 }
 
 /** `migrate`: applies pending migrations to the schema. */
-export function migrateCommand(io: Io, flags: Flags): Promise<number> {
+export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
   return guarded(
     io,
     async () => {
@@ -76,6 +76,14 @@ export function migrateCommand(io: Io, flags: Flags): Promise<number> {
         });
         try {
           const { applied } = await migrate(pool, target, logger, signal);
+          if (forPerson(io, json)) {
+            io.stdout.write(
+              applied.length === 0
+                ? `schema ${config.db.schema}: up to date, no migration pending\n`
+                : `schema ${config.db.schema}: applied ${applied.join(', ')}\n`,
+            );
+            return;
+          }
           printSummary(io, {
             command: 'migrate',
             version: VERSION,
@@ -89,7 +97,7 @@ export function migrateCommand(io: Io, flags: Flags): Promise<number> {
         }
       });
     },
-    'migrate',
+    forPerson(io, json) ? undefined : 'migrate',
   );
 }
 
@@ -108,27 +116,39 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
       }
       const { windows: n, runs } = status;
       const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
-      const backends = runs.map(
-        (r) => `${r.pid}${r.since === null ? '' : ` since ${r.since.toISOString()}`}`,
-      );
+      const open = status.details.filter(isOpen).length;
       const running =
         runs.length === 0
           ? 'no run in progress'
-          : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (PostgreSQL backend ${backends.join(', ')})`;
+          : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
       io.stdout.write(
-        `schema ${status.schema}: ${n.loaded} windows loaded, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${status.posts} posts; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
+        `schema ${status.schema}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
       );
       for (const w of status.details) {
         const rows = w.rowCount === null ? '-' : String(w.rowCount);
         const error = w.lastError ? `  ${w.lastError}` : '';
-        const by = w.claimedBy === null ? '' : `  by backend ${w.claimedBy.pid}`;
+        const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
+        // An open window is loaded with what existed so far: the next run that covers it loads it again.
+        const standing = isOpen(w) ? `open (through ${w.loadedThrough})` : w.standing;
         io.stdout.write(
-          `${w.start}..${w.end}  ${w.standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
+          `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
         );
       }
     },
     json ? 'status' : undefined,
   );
+}
+
+/** A loaded window whose dates were not over when it loaded. */
+function isOpen(w: WindowStatus): boolean {
+  return w.standing === 'loaded' && w.loadedThrough !== null && w.loadedThrough < w.end;
+}
+
+/** A live session holding a run's lock or a window's claim, by what a person can act on. */
+function describeHolder(holder: LockHolder): string {
+  const since = holder.since === null ? '' : ` since ${holder.since.toISOString()}`;
+  if (holder.run === null) return `PostgreSQL backend ${holder.pid}${since}`;
+  return `run ${holder.run.runId}, pid ${holder.run.pid} on ${holder.run.host}${since}`;
 }
 
 export interface PlanArgs {
@@ -138,6 +158,8 @@ export interface PlanArgs {
   readonly sync: boolean;
   /** As a --reset run would: what it removes first, then its windows as if nothing were loaded. */
   readonly reset: boolean;
+  /** JSON lines even on a terminal. */
+  readonly json: boolean;
 }
 
 /** `plan`: the windows a backfill (or, with --sync, a sync) would load, one JSON line each; reads only. */
@@ -151,22 +173,57 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
     const resolve = args.sync
       ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), args.reset)
       : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
+    const human = forPerson(io, args.json);
     await withDatabase(config, logger, 1, async (pool) => {
       if (args.reset) {
         const reset = await readResetPreview(pool, config.db.schema);
-        io.stdout.write(`${JSON.stringify({ reset: { schema: config.db.schema, ...reset } })}\n`);
+        io.stdout.write(
+          human
+            ? `${describeReset(config.db.schema, reset)}\n`
+            : `${JSON.stringify({ reset: { schema: config.db.schema, ...reset } })}\n`,
+        );
       }
-      for (const window of await planRun(pool, config, resolve, { reset: args.reset }))
-        io.stdout.write(`${JSON.stringify(window)}\n`);
+      const windows = await planRun(pool, config, resolve, { reset: args.reset });
+      if (!human) {
+        for (const window of windows) io.stdout.write(`${JSON.stringify(window)}\n`);
+        return;
+      }
+      const toLoad = windows.filter((w) => w.load).length;
+      io.stdout.write(`${plural(windows.length, 'window')}, ${toLoad} to load:\n`);
+      for (const w of windows) {
+        const open = w.state === 'loaded' && w.loadedThrough !== null && w.loadedThrough < w.end;
+        const state = open ? `open (through ${w.loadedThrough})` : w.state;
+        const rows = w.rows === null ? '' : `  rows ${w.rows}`;
+        const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
+        const error = w.lastError === null ? '' : `  ${w.lastError}`;
+        io.stdout.write(
+          `${w.start}..${w.end}  ${(w.load ? 'load' : 'skip').padEnd(4)}  ${state.padEnd(11)}${rows}${by}${error}\n`,
+        );
+      }
     });
   });
 }
 
-/** `dimensions`: the organization's valid filter values, as JSON. */
-export function dimensionsCommand(io: Io, flags: Flags): Promise<number> {
+/** `dimensions`: the organization's valid filter values: a list on a terminal, one JSON line otherwise. */
+export function dimensionsCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
   return guarded(io, async () => {
     const { config, logger, signal } = commandContext(flags, { api: true }, io.signal);
     const dimensions = await fetchDimensions(new ApiClient(config.api, logger), signal);
-    io.stdout.write(`${JSON.stringify(dimensions, null, 2)}\n`);
+    if (!forPerson(io, json)) {
+      io.stdout.write(`${JSON.stringify(dimensions)}\n`);
+      return;
+    }
+    const { customSegments, ...lists } = dimensions;
+    for (const [name, values] of Object.entries(lists)) {
+      if (Array.isArray(values)) io.stdout.write(`${name}: ${values.join(', ')}\n`);
+    }
+    for (const segment of customSegments) {
+      io.stdout.write(`segment ${JSON.stringify(segment.name)}: ${segment.values.join(', ')}\n`);
+    }
   });
+}
+
+/** Whether stdout goes to a person (a terminal, and no --json asked): a machine reads JSON. */
+function forPerson(io: Io, json: boolean): boolean {
+  return !json && (io.stdout as Partial<NodeJS.WriteStream>).isTTY === true;
 }

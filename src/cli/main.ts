@@ -21,6 +21,9 @@ const progressOption = () =>
     'seconds between progress log lines when stderr is not a terminal (a live bar otherwise)',
   ).default('10');
 
+const jsonOption = () =>
+  new Option('--json', 'print JSON (what a pipe gets) even on a terminal, where the output is for a person');
+
 const quietOption = () =>
   new Option(
     '--quiet',
@@ -175,21 +178,21 @@ function demoCommandOf(io: Io): Command {
 
 /** migrate, status, plan and dimensions. */
 function adminCommandsOf(io: Io): Command[] {
-  const migrate = addSettingFlags(new Command('migrate').description('Apply pending database migrations'), [
-    ...DB_FLAGS,
-    'postIdField',
-    ...LOG_FLAGS,
-  ]).action(async (options: Record<string, unknown>) => {
+  const migrate = addSettingFlags(
+    new Command('migrate').description('Apply pending database migrations').addOption(jsonOption()),
+    [...DB_FLAGS, 'postIdField', ...LOG_FLAGS],
+  ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await migrateCommand(
       io,
       collectFlags(options, [...DB_FLAGS, 'postIdField', ...LOG_FLAGS]),
+      options.json === true,
     );
   });
 
   const status = addSettingFlags(
     new Command('status')
       .description('Show windows loaded, failed and in progress, and the incremental cursor')
-      .option('--json', 'print JSON instead of a table'),
+      .addOption(jsonOption()),
     [...DB_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await statusCommand(
@@ -200,17 +203,23 @@ function adminCommandsOf(io: Io): Command[] {
   });
 
   const dimensions = addSettingFlags(
-    new Command('dimensions').description("Print the organization's valid filter values"),
+    new Command('dimensions')
+      .description("Print the organization's valid filter values")
+      .addOption(jsonOption()),
     [...API_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
-    process.exitCode = await dimensionsCommand(io, collectFlags(options, [...API_FLAGS, ...LOG_FLAGS]));
+    process.exitCode = await dimensionsCommand(
+      io,
+      collectFlags(options, [...API_FLAGS, ...LOG_FLAGS]),
+      options.json === true,
+    );
   });
 
   const planFlags = [...DB_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...LOG_FLAGS] as const;
   const plan = addSettingFlags(
     new Command('plan')
       .description(
-        'Print the windows a backfill (or a sync, with --sync) would load, one JSON line each, with their state; reads only',
+        'Print the windows a backfill (or a sync, with --sync) would load, with their state (a table on a terminal, JSON lines otherwise); reads only',
       )
       .option('--from <date>', 'first date of the backfill, YYYY-MM-DD')
       .option('--to <date>', 'last date of the backfill, YYYY-MM-DD (inclusive)')
@@ -219,7 +228,8 @@ function adminCommandsOf(io: Io): Command[] {
       .option(
         '--reset',
         'what a --reset would remove (first line), then the windows it would load; removes nothing',
-      ),
+      )
+      .addOption(jsonOption()),
     planFlags,
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await planCommand(io, collectFlags(options, planFlags), {
@@ -228,6 +238,7 @@ function adminCommandsOf(io: Io): Command[] {
       reload: options.reload === true,
       sync: options.sync === true,
       reset: options.reset === true,
+      json: options.json === true,
     });
   });
 

@@ -151,7 +151,8 @@ class StatementCanceller {
     if (pid === undefined) return false;
     const admin = new pg.Client({
       ...this.#pool.options,
-      application_name: `${this.#pool.options.application_name ?? 'post-reports-etl'} (cancel)`,
+      // Named apart from the run's own sessions (whose names start with the connector's), and within 63 bytes.
+      application_name: `(cancel) ${this.#pool.options.application_name ?? 'post-reports-etl'}`.slice(0, 63),
     });
     admin.on('error', () => {});
     try {

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { StoreError } from '../errors.js';
+import { parseSessionName, type RunName } from './session-name.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
@@ -92,6 +93,8 @@ export interface LockHolder {
   readonly applicationName: string | null;
   /** When the holding connection was opened (null when not visible to the role reading it). */
   readonly since: Date | null;
+  /** The run holding it, by host, process id and run id (null for a session that is not a run's). */
+  readonly run: RunName | null;
 }
 
 /** The sessions holding each of `keys` now (keys nobody holds are absent). */
@@ -109,7 +112,12 @@ export async function lockHolders(
   }>(HOLDERS, [keys]);
   for (const row of rows) {
     const list = holders.get(row.key) ?? [];
-    list.push({ pid: row.pid, applicationName: row.application_name, since: row.since });
+    list.push({
+      pid: row.pid,
+      applicationName: row.application_name,
+      since: row.since,
+      run: parseSessionName(row.application_name),
+    });
     holders.set(row.key, list);
   }
   return holders;

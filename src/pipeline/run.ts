@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
 import { oneLine } from '../errors.js';
@@ -8,6 +9,7 @@ import { createPool } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { acquireRunLock, type RunLock } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
+import { sessionName } from '../load/session-name.js';
 import { WindowClaims } from '../load/window-claims.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
 import { dayBefore } from '../model/dates.js';
@@ -33,14 +35,15 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   // Everything of the run listens to the stop's signal: SIGINT/SIGTERM, or a token the API rejects.
   const stop = new RunStop(context.signal);
   const started = Date.now();
-  const logger = context.logger.child({ runId: randomUUID(), command: request.command });
+  const runId = randomUUID();
+  const logger = context.logger.child({ runId, command: request.command });
   const counters = new RunCounters();
   const api = new ApiClient(config.api, logger, { onRetry: () => counters.retried() });
   logger.info({ version: VERSION }, 'run started');
   const pool = createPool(config.db, logger, {
     // The windows' connections, the run lock's, the window claims', and one for the run's own reads.
     max: config.run.concurrency + 3,
-    applicationName: 'post-reports-etl',
+    applicationName: sessionName(runId, process.pid, hostname()),
   });
   try {
     const filters = canonicalFilters(config.run.filters);

@@ -52,7 +52,7 @@ export interface ProcessCommand {
 }
 
 const KILL_BACKENDS = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
-  WHERE application_name = 'post-reports-etl' AND datname = current_database() AND pid <> pg_backend_pid()`;
+  WHERE application_name LIKE 'post-reports-etl run %' AND datname = current_database() AND pid <> pg_backend_pid()`;
 
 /** The windows of every "windows committed" line in the run's JSON logs. */
 export function committedWindows(stderr: string): Set<string> {

@@ -44,7 +44,7 @@ async function runWaitsFor(locktype: string): Promise<void> {
   for (;;) {
     const { rows } = await db.pool.query(
       `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-        WHERE a.application_name = 'post-reports-etl' AND NOT l.granted AND l.locktype = $1`,
+        WHERE a.application_name LIKE 'post-reports-etl run %' AND NOT l.granted AND l.locktype = $1`,
       [locktype],
     );
     if (rows.length > 0) return;

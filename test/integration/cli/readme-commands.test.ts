@@ -54,7 +54,7 @@ describe("the README's CLI examples, against the simulator", () => {
     const status = await runCli(['status'], env);
     expect(status.code).toBe(0);
     expect(status.stdout).toContain(
-      'schema readme: 1 windows loaded, 0 failed, 0 in progress, 0 interrupted; 35 posts',
+      'schema readme: 1 window loaded, 0 failed, 0 in progress, 0 interrupted; 35 posts',
     );
     const json = await runCli(['status', '--json'], env);
     expect(json.summary).toMatchObject({ schema: 'readme', windows: { loaded: 1 }, posts: 35 });
