@@ -77,6 +77,8 @@ export interface Config {
 export interface SettingSpec {
   readonly env: string;
   readonly flag?: string;
+  /** What the flag takes, as its help shows it (`<url>`, `<n>`); a list of values when absent. */
+  readonly placeholder?: string;
   readonly default?: string;
   readonly description: string;
 }
@@ -93,6 +95,7 @@ export const SETTINGS = {
   baseUrl: {
     env: 'POST_REPORTS_BASE_URL',
     flag: '--base-url',
+    placeholder: '<url>',
     description: 'Root of the v4 API, e.g. https://host/v4',
   },
   token: { env: 'POST_REPORTS_TOKEN', description: 'Bearer access token (environment only, never a flag)' },
@@ -109,6 +112,7 @@ export const SETTINGS = {
   postIdField: {
     env: 'POST_REPORTS_POST_ID_FIELD',
     flag: '--post-id-field',
+    placeholder: '<field>',
     default: 'platform_post_id',
     description: 'Name of the post id field (and column)',
   },
@@ -147,7 +151,12 @@ export const SETTINGS = {
     default: '3600000',
     description: 'Give up on a report not DONE after this long',
   },
-  databaseUrl: { env: 'DATABASE_URL', flag: '--database-url', description: 'PostgreSQL connection string' },
+  databaseUrl: {
+    env: 'DATABASE_URL',
+    flag: '--database-url',
+    placeholder: '<url>',
+    description: 'PostgreSQL connection string',
+  },
   databaseUrlFile: {
     env: 'DATABASE_URL_FILE',
     description: 'File holding the PostgreSQL connection string (a mounted secret), instead of DATABASE_URL',
@@ -159,12 +168,14 @@ export const SETTINGS = {
   schema: {
     env: 'POST_REPORTS_SCHEMA',
     flag: '--schema',
+    placeholder: '<name>',
     default: 'post_reports',
     description: 'Schema holding all tables',
   },
   partitionPeriod: {
     env: 'POST_REPORTS_PARTITION_PERIOD',
     flag: '--partition-period',
+    placeholder: '<year|month|none>',
     default: 'year',
     description: 'Partitions of posts for a new schema or new dates: year, month or none (one for all dates)',
   },
@@ -191,35 +202,41 @@ export const SETTINGS = {
   lockWaitMs: {
     env: 'POST_REPORTS_LOCK_WAIT_MS',
     flag: '--lock-wait-ms',
+    placeholder: '<ms>',
     default: '30000',
-    description: 'How long a run waits for another run on the same schema',
+    description: 'How long a reset or a migration waits for the runs on the schema (and a run for them)',
   },
   windowDays: {
     env: 'POST_REPORTS_WINDOW_DAYS',
     flag: '--window-days',
+    placeholder: '<days>',
     default: '7',
     description: 'Days per report window',
   },
   concurrency: {
     env: 'POST_REPORTS_CONCURRENCY',
     flag: '--concurrency',
+    placeholder: '<n>',
     default: '4',
     description: 'Windows in flight at once',
   },
   lookbackDays: {
     env: 'POST_REPORTS_LOOKBACK_DAYS',
     flag: '--lookback-days',
+    placeholder: '<days>',
     default: '3',
     description: 'Days before the cursor that sync reloads',
   },
   startDate: {
     env: 'POST_REPORTS_START_DATE',
     flag: '--start-date',
+    placeholder: '<date>',
     description: 'First date of the first sync (YYYY-MM-DD)',
   },
   windowAttempts: {
     env: 'POST_REPORTS_WINDOW_ATTEMPTS',
     flag: '--window-attempts',
+    placeholder: '<n>',
     default: '3',
     description: 'Attempts per window before it is reported failed',
   },
@@ -237,19 +254,28 @@ export const SETTINGS = {
   segments: {
     env: 'POST_REPORTS_SEGMENTS',
     flag: '--segment',
+    placeholder: '<name=v1,v2>',
     description: 'Custom segment filter "Name=v1,v2"; flag repeatable, env separated by ";"',
   },
   fields: {
     env: 'POST_REPORTS_FIELDS',
     flag: '--fields',
+    placeholder: '<list>',
     description: 'Load only these fields, comma-separated (the post id always)',
   },
   excludeFields: {
     env: 'POST_REPORTS_EXCLUDE_FIELDS',
     flag: '--exclude-fields',
+    placeholder: '<list>',
     description: 'Load every field but these, comma-separated: their values are written nowhere',
   },
-  logLevel: { env: 'LOG_LEVEL', flag: '--log-level', default: 'info', description: 'pino level' },
+  logLevel: {
+    env: 'LOG_LEVEL',
+    flag: '--log-level',
+    placeholder: '<level>',
+    default: 'info',
+    description: 'pino level',
+  },
   logFormat: {
     env: 'LOG_FORMAT',
     default: 'auto',

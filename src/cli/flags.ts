@@ -8,7 +8,7 @@ export function addSettingFlags(command: Command, names: readonly SettingName[])
     const spec: SettingSpec = SETTINGS[name];
     if (!spec.flag) continue;
     const isBoolean = spec.default === 'false';
-    const flag = isBoolean ? spec.flag : `${spec.flag} <value>`;
+    const flag = isBoolean ? spec.flag : `${spec.flag} ${spec.placeholder ?? '<list>'}`;
     const help = `${spec.description} [env ${spec.env}${spec.default && !isBoolean ? `, default ${spec.default}` : ''}]`;
     const option = new Option(flag, help);
     if (name === 'segments')
@@ -31,8 +31,12 @@ export function collectFlags(options: Record<string, unknown>, names: readonly S
   return flags;
 }
 
-export const API_FLAGS: readonly SettingName[] = ['baseUrl', 'allowHttp', 'postIdField'];
-export const DB_FLAGS: readonly SettingName[] = ['databaseUrl', 'schema', 'partitionPeriod', 'lockWaitMs'];
+/** What reaches the API. */
+export const API_ACCESS_FLAGS: readonly SettingName[] = ['baseUrl', 'allowHttp'];
+export const API_FLAGS: readonly SettingName[] = [...API_ACCESS_FLAGS, 'postIdField'];
+/** What reads the schema. */
+export const DB_READ_FLAGS: readonly SettingName[] = ['databaseUrl', 'schema'];
+export const DB_FLAGS: readonly SettingName[] = [...DB_READ_FLAGS, 'partitionPeriod', 'lockWaitMs'];
 export const RUN_FLAGS: readonly SettingName[] = [
   'windowDays',
   'concurrency',
@@ -43,3 +47,20 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'excludeFields',
 ];
 export const LOG_FLAGS: readonly SettingName[] = ['logLevel'];
+
+/** Every setting, for the root help: its variable, its flag or "(environment only)", its default, what it does. */
+export function settingsHelp(): string {
+  const specs: SettingSpec[] = Object.values(SETTINGS);
+  const width = Math.max(...specs.map((spec) => spec.env.length));
+  const lines = specs.map((spec) => {
+    const where = spec.flag ?? '(environment only)';
+    const byDefault = spec.default === undefined ? '' : ` [default ${spec.default}]`;
+    return `  ${spec.env.padEnd(width)}  ${where}: ${spec.description}${byDefault}`;
+  });
+  return `\nSettings (environment variables, a .env file, or the flags shown; flags win):\n${lines.join('\n')}\n`;
+}
+
+/** The help's closing example: a command line as a user would type it. */
+export function withExample(command: Command, example: string): Command {
+  return command.addHelpText('after', `\nExample:\n  $ post-reports-etl ${example}\n`);
+}

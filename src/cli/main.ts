@@ -9,7 +9,18 @@ import { unsupportedNode, VERSION } from '../version.js';
 import { dimensionsCommand, migrateCommand, planCommand, statusCommand } from './admin-commands.js';
 import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
-import { API_FLAGS, addSettingFlags, collectFlags, DB_FLAGS, LOG_FLAGS, RUN_FLAGS } from './flags.js';
+import {
+  API_ACCESS_FLAGS,
+  API_FLAGS,
+  addSettingFlags,
+  collectFlags,
+  DB_FLAGS,
+  DB_READ_FLAGS,
+  LOG_FLAGS,
+  RUN_FLAGS,
+  settingsHelp,
+  withExample,
+} from './flags.js';
 import { runCommand } from './run-command.js';
 import { type Io, quietOnClosedPipe } from './run-output.js';
 import { simulatorCommand } from './simulator-command.js';
@@ -59,7 +70,8 @@ function requiredDate(
 function program(io: Io): Command {
   const root = new Command('post-reports-etl')
     .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
-    .version(VERSION, '-V, --version', 'print the version and exit');
+    .version(VERSION, '-V, --version', 'print the version and exit')
+    .addHelpText('after', settingsHelp());
   for (const command of [
     demoCommandOf(io),
     ...runCommandsOf(io),
@@ -75,7 +87,7 @@ function program(io: Io): Command {
 /** backfill and sync. */
 function runCommandsOf(io: Io): Command[] {
   const backfill = addSettingFlags(
-    new Command('backfill')
+    withExample(new Command('backfill'), 'backfill --from 2026-01-01 --to 2026-03-31 --concurrency 4')
       .description('Load every window of a date range (never moves the incremental cursor)')
       .option('--from <date>', 'first date, YYYY-MM-DD (required)')
       .option('--to <date>', 'last date, YYYY-MM-DD, inclusive (required)')
@@ -116,7 +128,10 @@ function runCommandsOf(io: Io): Command[] {
     ...LOG_FLAGS,
   ] as const;
   const sync = addSettingFlags(
-    new Command('sync')
+    withExample(
+      new Command('sync'),
+      'sync --start-date 2026-01-01   # then every night: post-reports-etl sync',
+    )
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
       .option(
         '--reset',
@@ -141,7 +156,7 @@ function runCommandsOf(io: Io): Command[] {
 }
 
 function demoCommandOf(io: Io): Command {
-  return new Command('demo')
+  return withExample(new Command('demo'), 'demo --days 7 --keep')
     .description(
       'Start the API simulator and a database (--database-url, else an embedded PostgreSQL), load the last 30 days into a schema of its own, and show the rows',
     )
@@ -179,7 +194,9 @@ function demoCommandOf(io: Io): Command {
 /** migrate, status, plan and dimensions. */
 function adminCommandsOf(io: Io): Command[] {
   const migrate = addSettingFlags(
-    new Command('migrate').description('Apply pending database migrations').addOption(jsonOption()),
+    withExample(new Command('migrate'), 'migrate --schema post_reports')
+      .description('Apply pending database migrations')
+      .addOption(jsonOption()),
     [...DB_FLAGS, 'postIdField', ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await migrateCommand(
@@ -190,34 +207,34 @@ function adminCommandsOf(io: Io): Command[] {
   });
 
   const status = addSettingFlags(
-    new Command('status')
+    withExample(new Command('status'), 'status --schema post_reports')
       .description('Show windows loaded, failed and in progress, and the incremental cursor')
       .addOption(jsonOption()),
-    [...DB_FLAGS, ...LOG_FLAGS],
+    [...DB_READ_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await statusCommand(
       io,
-      collectFlags(options, [...DB_FLAGS, ...LOG_FLAGS]),
+      collectFlags(options, [...DB_READ_FLAGS, ...LOG_FLAGS]),
       options.json === true,
     );
   });
 
   const dimensions = addSettingFlags(
-    new Command('dimensions')
+    withExample(new Command('dimensions'), 'dimensions --json')
       .description("Print the organization's valid filter values")
       .addOption(jsonOption()),
-    [...API_FLAGS, ...LOG_FLAGS],
+    [...API_ACCESS_FLAGS, ...LOG_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await dimensionsCommand(
       io,
-      collectFlags(options, [...API_FLAGS, ...LOG_FLAGS]),
+      collectFlags(options, [...API_ACCESS_FLAGS, ...LOG_FLAGS]),
       options.json === true,
     );
   });
 
-  const planFlags = [...DB_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...LOG_FLAGS] as const;
+  const planFlags = [...DB_READ_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...LOG_FLAGS] as const;
   const plan = addSettingFlags(
-    new Command('plan')
+    withExample(new Command('plan'), 'plan --from 2026-01-01 --to 2026-03-31')
       .description(
         'Print the windows a backfill (or a sync, with --sync) would load, with their state (a table on a terminal, JSON lines otherwise); reads only',
       )
@@ -246,7 +263,7 @@ function adminCommandsOf(io: Io): Command[] {
 }
 
 function simulatorCommandOf(io: Io): Command {
-  const command = new Command('simulator')
+  const command = withExample(new Command('simulator'), 'simulator --port 8080 --seed 1')
     .description('Serve the Post Reporting API v4 simulator (for tests, benchmarks and demos)')
     .addOption(new Option('--port <n>', 'port (0: any free port)').default('8080'))
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
