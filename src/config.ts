@@ -281,6 +281,13 @@ export const SETTINGS = {
     default: 'auto',
     description: 'json, pretty, or auto (pretty on a terminal)',
   },
+  configFile: {
+    env: 'POST_REPORTS_CONFIG',
+    flag: '--config',
+    placeholder: '<file>',
+    description:
+      'A JSON file of settings keyed by their variables, e.g. {"POST_REPORTS_BRANDS": ["A"]}; the environment and flags win',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -300,6 +307,84 @@ export function readEnvironment(dotenvPath = '.env'): RawSettings {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   return Object.freeze({ ...fromFile, ...process.env });
+}
+
+/**
+ * The settings of a configuration file (--config, POST_REPORTS_CONFIG): a JSON object keyed by the settings'
+ * environment variables, so that a schema's filters and fields are written once. A list value is joined as its
+ * variable takes it (`;` between segment filters, `,` otherwise). Throws ConfigError (exit 2) naming the file.
+ */
+export function readSettingsFile(path: string): RawSettings {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `cannot read ${path} (${SETTINGS.configFile.env}, ${SETTINGS.configFile.flag}): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError('CONFIG_INVALID', `${path} is not a JSON object of settings`);
+  }
+  const variables = new Map<string, SettingSpec>(
+    Object.values(SETTINGS as Record<string, SettingSpec>).map((spec) => [spec.env, spec]),
+  );
+  const settings: Record<string, string> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    const spec = variables.get(key);
+    if (spec === undefined || spec.env === SETTINGS.configFile.env) {
+      const near = nearest(key, [...variables.keys()]);
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${path}: ${key} is not a setting${near === undefined ? '' : ` (did you mean ${near}?)`}`,
+      );
+    }
+    const separator = spec.env === SETTINGS.segments.env ? ';' : ',';
+    const list = Array.isArray(value) ? value : [value];
+    if (!list.every((v) => ['string', 'number', 'boolean'].includes(typeof v))) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${path}: ${key} must be a string, a number, a boolean or a list`,
+      );
+    }
+    settings[key] = list.map(String).join(separator);
+  }
+  return settings;
+}
+
+/** The name of `names` nearest to `typed` (a typo's correction), if one is close. */
+function nearest(typed: string, names: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of names) {
+    const distance = editDistance(typed, name);
+    if (best === undefined || distance < best.distance) best = { name, distance };
+  }
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(typed.length / 5))
+    ? best.name
+    : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
 }
 
 class Problems {
@@ -637,10 +722,13 @@ export interface ConfigNeeds {
  * ConfigError. The result is deeply frozen and is passed explicitly to whatever needs it.
  */
 export function parseConfig(
-  env: RawSettings,
+  environment: RawSettings,
   flags: Flags = {},
   needs: ConfigNeeds = { api: true, db: true },
 ): Config {
+  const file = flags.configFile ?? environment[SETTINGS.configFile.env];
+  const env =
+    file === undefined || file.trim() === '' ? environment : { ...readSettingsFile(file), ...environment };
   const problems = new Problems();
   const ignore = new Problems();
   const config: Config = {

@@ -46,7 +46,8 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'fields',
   'excludeFields',
 ];
-export const LOG_FLAGS: readonly SettingName[] = ['logLevel'];
+/** Every command that reads settings: the configuration file, and the log level. */
+export const COMMON_FLAGS: readonly SettingName[] = ['configFile', 'logLevel'];
 
 /** Every setting, for the root help: its variable, its flag or "(environment only)", its default, what it does. */
 export function settingsHelp(): string {

@@ -13,10 +13,10 @@ import {
   API_ACCESS_FLAGS,
   API_FLAGS,
   addSettingFlags,
+  COMMON_FLAGS,
   collectFlags,
   DB_FLAGS,
   DB_READ_FLAGS,
-  LOG_FLAGS,
   RUN_FLAGS,
   settingsHelp,
   withExample,
@@ -99,7 +99,7 @@ function runCommandsOf(io: Io): Command[] {
       .option('--yes', 'do not ask before --reset removes what is loaded')
       .addOption(progressOption())
       .addOption(quietOption()),
-    [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS],
+    [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     const from = requiredDate(io, 'backfill', options, 'from');
     const to = requiredDate(io, 'backfill', options, 'to');
@@ -107,7 +107,7 @@ function runCommandsOf(io: Io): Command[] {
     process.exitCode = await runCommand(
       io,
       'backfill',
-      collectFlags(options, [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...LOG_FLAGS]),
+      collectFlags(options, [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS]),
       {
         from,
         to,
@@ -125,7 +125,7 @@ function runCommandsOf(io: Io): Command[] {
     ...RUN_FLAGS,
     'lookbackDays',
     'startDate',
-    ...LOG_FLAGS,
+    ...COMMON_FLAGS,
   ] as const;
   const sync = addSettingFlags(
     withExample(
@@ -197,11 +197,11 @@ function adminCommandsOf(io: Io): Command[] {
     withExample(new Command('migrate'), 'migrate --schema post_reports')
       .description('Apply pending database migrations')
       .addOption(jsonOption()),
-    [...DB_FLAGS, 'postIdField', ...LOG_FLAGS],
+    [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await migrateCommand(
       io,
-      collectFlags(options, [...DB_FLAGS, 'postIdField', ...LOG_FLAGS]),
+      collectFlags(options, [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS]),
       options.json === true,
     );
   });
@@ -210,11 +210,11 @@ function adminCommandsOf(io: Io): Command[] {
     withExample(new Command('status'), 'status --schema post_reports')
       .description('Show windows loaded, failed and in progress, and the incremental cursor')
       .addOption(jsonOption()),
-    [...DB_READ_FLAGS, ...LOG_FLAGS],
+    [...DB_READ_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await statusCommand(
       io,
-      collectFlags(options, [...DB_READ_FLAGS, ...LOG_FLAGS]),
+      collectFlags(options, [...DB_READ_FLAGS, ...COMMON_FLAGS]),
       options.json === true,
     );
   });
@@ -223,16 +223,16 @@ function adminCommandsOf(io: Io): Command[] {
     withExample(new Command('dimensions'), 'dimensions --json')
       .description("Print the organization's valid filter values")
       .addOption(jsonOption()),
-    [...API_ACCESS_FLAGS, ...LOG_FLAGS],
+    [...API_ACCESS_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     process.exitCode = await dimensionsCommand(
       io,
-      collectFlags(options, [...API_ACCESS_FLAGS, ...LOG_FLAGS]),
+      collectFlags(options, [...API_ACCESS_FLAGS, ...COMMON_FLAGS]),
       options.json === true,
     );
   });
 
-  const planFlags = [...DB_READ_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...LOG_FLAGS] as const;
+  const planFlags = [...DB_READ_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...COMMON_FLAGS] as const;
   const plan = addSettingFlags(
     withExample(new Command('plan'), 'plan --from 2026-01-01 --to 2026-03-31')
       .description(

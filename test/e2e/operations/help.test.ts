@@ -17,7 +17,7 @@ describe('help (the built CLI)', () => {
   it('each command lists only the flags it uses', async () => {
     const status = await flagsOf('status');
     expect([...status.flags].sort()).toEqual(
-      ['--database-url', '--schema', '--log-level', '--json', '--help'].sort(),
+      ['--config', '--database-url', '--schema', '--log-level', '--json', '--help'].sort(),
     );
     const plan = await flagsOf('plan');
     for (const unused of ['--partition-period', '--lock-wait-ms', '--concurrency', '--base-url']) {
