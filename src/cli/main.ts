@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.js';
 import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
 import { unsupportedNode, VERSION } from '../version.js';
 import { dimensionsCommand, migrateCommand, planCommand, statusCommand } from './admin-commands.js';
+import { bashCompletion } from './completion.js';
 import { interruptSignal } from './context.js';
 import { demoCommand } from './demo-command.js';
 import {
@@ -80,6 +81,16 @@ function program(io: Io): Command {
   ]) {
     root.addCommand(command);
   }
+  root.addCommand(
+    withExample(new Command('completion'), 'completion bash >> ~/.bashrc')
+      .description('Print a shell completion script (bash; zsh after bashcompinit)')
+      .argument('[shell]', 'bash', 'bash')
+      .action((shell: string) => {
+        if (shell !== 'bash')
+          failUsage(io, 'completion', `no completion for ${JSON.stringify(shell)}: bash only`);
+        io.stdout.write(bashCompletion(root));
+      }),
+  );
   // Usage errors (unknown option, missing argument) share the configuration error's exit code, in every command.
   return reportUsageErrors(root, io);
 }
