@@ -8,6 +8,7 @@ async function complete(script: string, words: readonly string[]): Promise<strin
     `COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')})`,
     `COMP_CWORD=${words.length - 1}`,
     '_post_reports_etl',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
     'printf "%s\\n" "${COMPREPLY[@]}"',
   ].join('\n');
   const result = await runProgram('bash', ['-c', program], { PATH: process.env.PATH ?? '' });
