@@ -58,3 +58,15 @@ export function terminalSummary(output: string): Record<string, unknown> | undef
   const line = output.split(/\r?\n/).findLast((l) => l.startsWith('{"command"'));
   return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
 }
+
+/** The terminal's lines without colours, cursor moves and carriage returns. */
+export function terminalLines(output: string): string[] {
+  return (
+    output
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences
+      .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
+      .split(/\r?\n|\r/)
+      .map((line) => line.trimEnd())
+      .filter((line) => line !== '')
+  );
+}

@@ -4,7 +4,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
-import { runOnTerminal } from '../../helpers/terminal.js';
+import { runOnTerminal, terminalLines } from '../../helpers/terminal.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -17,18 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sim.close();
 });
-
-/** The terminal's lines without colours and carriage returns. */
-function lines(output: string): string[] {
-  return (
-    output
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences
-      .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
-      .split(/\r?\n|\r/)
-      .map((line) => line.trimEnd())
-      .filter((line) => line !== '')
-  );
-}
 
 function isJson(line: string): boolean {
   try {
@@ -46,30 +34,30 @@ describe('every command in both forms: for a person on a terminal, JSON with --j
 
     const plan = await runOnTerminal(['plan', '--from', FROM, '--to', TO], env);
     expect(plan.code, plan.output).toBe(0);
-    expect(lines(plan.output)).toEqual([
+    expect(terminalLines(plan.output)).toEqual([
       '2 windows, 1 to load:',
       expect.stringMatching(new RegExp(`^${FROM}\\.\\.${addDays(FROM, 6)}  skip  loaded\\s+rows 28$`)),
       `${addDays(FROM, 7)}..${TO}  load  todo`,
     ]);
     const planJson = await runOnTerminal(['plan', '--from', FROM, '--to', TO, '--json'], env);
-    expect(lines(planJson.output).map(isJson)).toEqual([true, true]);
+    expect(terminalLines(planJson.output).map(isJson)).toEqual([true, true]);
 
     const dimensions = await runOnTerminal(['dimensions'], env);
     expect(dimensions.code, dimensions.output).toBe(0);
-    expect(lines(dimensions.output).some((line) => /^brands: \S/.test(line))).toBe(true);
+    expect(terminalLines(dimensions.output).some((line) => /^brands: \S/.test(line))).toBe(true);
     const dimensionsJson = await runOnTerminal(['dimensions', '--json'], env);
     expect(dimensionsJson.code, dimensionsJson.output).toBe(0);
-    expect(lines(dimensionsJson.output)).toHaveLength(1);
-    expect(JSON.parse(lines(dimensionsJson.output)[0] ?? '')).toHaveProperty('brands');
+    expect(terminalLines(dimensionsJson.output)).toHaveLength(1);
+    expect(JSON.parse(terminalLines(dimensionsJson.output)[0] ?? '')).toHaveProperty('brands');
     const dimensionsPiped = await runCli(['dimensions', '--json'], env);
     expect(dimensionsPiped.code).toBe(0);
     expect(dimensionsPiped.summary).toHaveProperty('brands');
 
     const migrate = await runOnTerminal(['migrate'], env);
     expect(migrate.code, migrate.output).toBe(0);
-    expect(lines(migrate.output)).toContain('schema formats: up to date, no migration pending');
+    expect(terminalLines(migrate.output)).toContain('schema formats: up to date, no migration pending');
     const migrateJson = await runOnTerminal(['migrate', '--json'], env);
-    expect(lines(migrateJson.output).filter(isJson)).toHaveLength(1);
+    expect(terminalLines(migrateJson.output).filter(isJson)).toHaveLength(1);
   });
 
   it('status: "1 window", open windows shown as open, each count in the singular or plural it needs', async () => {

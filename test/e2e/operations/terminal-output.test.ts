@@ -4,7 +4,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
-import { runOnTerminal, terminalSummary } from '../../helpers/terminal.js';
+import { runOnTerminal, terminalLines, terminalSummary } from '../../helpers/terminal.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -18,18 +18,6 @@ afterAll(async () => {
   await sim.close();
 });
 
-/** The terminal's lines without colours, cursor moves and carriage returns. */
-function lines(output: string): string[] {
-  return (
-    output
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences
-      .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
-      .split(/\r?\n|\r/)
-      .map((line) => line.trimEnd())
-      .filter((line) => line !== '')
-  );
-}
-
 /** What a person reads on a terminal (the environment asks for no log format: the CLI chooses). */
 function terminalEnv(schema: string): Record<string, string> {
   return { ...cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema }), LOG_FORMAT: 'auto' };
@@ -39,7 +27,7 @@ describe('a terminal gets a compact log, the bar and a closing sentence (the bui
   it('one line an event, no repeated run fields, and a sentence a person reads at the end', async () => {
     const result = await runOnTerminal(['backfill', '--from', FROM, '--to', TO], terminalEnv('on_terminal'));
     expect(result.code, result.output).toBe(0);
-    const shown = lines(result.output);
+    const shown = terminalLines(result.output);
     // No event spreads over several lines (pino-pretty indents an event's fields under it).
     expect(shown.filter((line) => /^\s{4}\S/.test(line))).toEqual([]);
     // The log lines, the summary line for the scheduler aside.
@@ -62,7 +50,7 @@ describe('a terminal gets a compact log, the bar and a closing sentence (the bui
       terminalEnv('quiet_terminal'),
     );
     expect(result.code, result.output).toBe(0);
-    const shown = lines(result.output);
+    const shown = terminalLines(result.output);
     expect(shown).toHaveLength(1);
     expect(terminalSummary(result.output)).toMatchObject({ status: 'succeeded' });
   });
@@ -73,7 +61,7 @@ describe('a terminal gets a compact log, the bar and a closing sentence (the bui
       LOG_FORMAT: 'json',
     });
     expect(asked.code, asked.output).toBe(0);
-    expect(lines(asked.output).some((line) => line.startsWith('{"level":30'))).toBe(true);
+    expect(terminalLines(asked.output).some((line) => line.startsWith('{"level":30'))).toBe(true);
     expect(asked.output).not.toContain('Loaded ');
 
     const piped = await runCli(['backfill', '--from', FROM, '--to', TO], terminalEnv('piped'));
