@@ -7,7 +7,10 @@ import type { WindowGroup } from './windows.js';
 
 export interface LoadOutcome {
   readonly failures: WindowFailure[];
+  /** Windows a signal stopped after they began: their attempt waits for the next run. */
   readonly interrupted: number;
+  /** Windows a signal stopped before they began: left as they were. */
+  readonly notStarted: number;
   /** Windows another process loaded while this run waited for them. */
   readonly byOthers: number;
 }
@@ -23,7 +26,9 @@ interface GroupOptions {
 }
 
 /** How one group ended: counted, or its claim lost before the commit (it waits its turn again). */
-type GroupEnd = { readonly failures: WindowFailure[]; readonly interrupted: number } | 'lost';
+type GroupEnd =
+  | { readonly failures: WindowFailure[]; readonly interrupted: number; readonly notStarted: number }
+  | 'lost';
 
 /**
  * Stages the windows of every group, `concurrency` at a time, and commits each group whole. A failing window
@@ -40,6 +45,7 @@ export async function loadGroups(
   const failures: WindowFailure[] = [];
   const deferred: WindowGroup[] = [];
   let interrupted = 0;
+  let notStarted = 0;
   let byOthers = 0;
   const settle = (group: WindowGroup, end: GroupEnd): void => {
     if (end === 'lost') {
@@ -48,6 +54,7 @@ export async function loadGroups(
     }
     failures.push(...end.failures);
     interrupted += end.interrupted;
+    notStarted += end.notStarted;
   };
   const stageAndCommit = async (group: WindowGroup): Promise<void> => {
     const staged = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
@@ -87,7 +94,7 @@ export async function loadGroups(
       try {
         outcome = await claims.waitFor(group, signal);
       } catch (error) {
-        if (signal.aborted) interrupted += group.length;
+        if (signal.aborted) notStarted += group.length;
         else failures.push(...group.map((w) => windowFailure(w, error)));
         continue;
       }
@@ -98,7 +105,7 @@ export async function loadGroups(
     await Promise.all(started);
   }
   failures.sort(byStart);
-  return { failures, interrupted, byOthers };
+  return { failures, interrupted, notStarted, byOthers };
 }
 
 async function finishGroup(
@@ -127,7 +134,11 @@ async function commitGroup(
     if (result.status === 'rejected' && !signal.aborted)
       failures.push(windowFailure(group[i]!, result.reason));
   });
-  if (signal.aborted) return { failures, interrupted: group.length - failures.length };
+  if (signal.aborted) {
+    const stopped = group.filter((w) => !failures.some((f) => f.start === w.start));
+    const started = stopped.filter((w) => runWindow.wasStarted(w)).length;
+    return { failures, interrupted: started, notStarted: stopped.length - started };
+  }
   if (failures.length > 0) {
     // A group commits whole or not at all; its windows that did stage are marked failed too.
     const message = 'not committed: another window of its group failed';
@@ -136,7 +147,7 @@ async function commitGroup(
       failures.push({ ...w, code: 'GROUP_FAILED', message });
       await runWindow.markFailed(w, message);
     }
-    return { failures, interrupted: 0 };
+    return { failures, interrupted: 0, notStarted: 0 };
   }
   try {
     // The claims connection may have died meanwhile, and another process taken the group: it is theirs now.
@@ -148,12 +159,12 @@ async function commitGroup(
     const { rows } = await options.commit(group);
     runWindow.committed(group, rows, Date.now() - started);
   } catch (error) {
-    if (signal.aborted) return { failures, interrupted: group.length };
+    if (signal.aborted) return { failures, interrupted: group.length, notStarted: 0 };
     for (const w of group) {
       const failure = windowFailure(w, error);
       failures.push(failure);
       await runWindow.markFailed(w, failure.message);
     }
   }
-  return { failures, interrupted: 0 };
+  return { failures, interrupted: 0, notStarted: 0 };
 }

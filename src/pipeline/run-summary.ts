@@ -25,6 +25,8 @@ export interface RunSummary {
     readonly failed: number;
     /** Windows stopped by SIGINT/SIGTERM (or the AbortSignal): not failed; the next run resumes them. */
     readonly interrupted: number;
+    /** Windows the signal came before: not begun, left as they were (`status` does not list them interrupted). */
+    readonly notStarted: number;
     /** Planned windows another process loaded while this run waited for them (runs sharing the schema). */
     readonly byOthers: number;
   };

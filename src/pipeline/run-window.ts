@@ -25,6 +25,8 @@ interface Staged {
  */
 export class RunWindow {
   readonly #run: ActiveRun;
+  /** The windows whose first attempt began: a stopped run leaves the others as they were, not interrupted. */
+  readonly #started = new Set<string>();
 
   constructor(run: ActiveRun) {
     this.#run = run;
@@ -41,6 +43,7 @@ export class RunWindow {
     const log = this.#run.logger.child({ window: windowLabel(window) });
     for (let attempt = 1; ; attempt += 1) {
       if (signal.aborted) throw new EtlError('ABORTED', 'the run was interrupted before this window started');
+      this.#started.add(windowLabel(window));
       const started = Date.now();
       onProgress?.({ type: 'window-started', window, attempt });
       log.info({ attempt }, 'window started');
@@ -67,6 +70,11 @@ export class RunWindow {
         await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
       }
     }
+  }
+
+  /** Whether this run began staging `window` (an attempt of it is recorded). */
+  wasStarted(window: Window): boolean {
+    return this.#started.has(windowLabel(window));
   }
 
   async markInterrupted(window: Window, reason: unknown): Promise<void> {

@@ -183,6 +183,7 @@ function summarize(
       skipped: run.skipped,
       failed: failures.length,
       interrupted: outcome.interrupted,
+      notStarted: outcome.notStarted,
       byOthers: outcome.byOthers,
     },
     posts: counters.posts,
