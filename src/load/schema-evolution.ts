@@ -15,7 +15,7 @@ import type pg from 'pg';
 import { DataError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MappedPost } from '../model/post-record.js';
-import { chooseColumnName } from './column-naming.js';
+import { chooseColumnName, isPlainColumnName } from './column-naming.js';
 import { retypeColumn } from './column-retype.js';
 import { withTransaction } from './database.js';
 import type { DeclaredType } from './declared-types.js';
@@ -137,7 +137,8 @@ export function planPage(
 }
 
 /**
- * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry,
+ * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry
+ * (`owned`: the names no renamed field may take besides the registered fields: documented fields, the page's),
  * logs the changes once committed (the columns added as one line: a first page adds dozens), and returns the
  * fresh registry.
  */
@@ -147,7 +148,12 @@ export async function evolvePosts(
   logger: Logger,
   changes: readonly ColumnChange[],
   signal?: AbortSignal,
+  owned: Iterable<string> = [],
 ): Promise<Registry> {
+  // Plain names first: a field whose name is a column name takes it before any renamed field is named.
+  const ordered = [...changes].sort(
+    (a, b) => Number(!isPlainColumnName(a.field)) - Number(!isPlainColumnName(b.field)),
+  );
   for (let attempt = 1; ; attempt++) {
     const added: { field: string; column: string; type: ColumnType }[] = [];
     const widened: { field: string; column: string; partitions: number; copyMs: number; swapMs: number }[] =
@@ -158,10 +164,11 @@ export async function evolvePosts(
         await lockForTransaction(client, ddlLockKey(target.schema));
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);
-        for (const change of changes) {
+        const reserved = new Set([...owned, ...registry.byField.keys()]);
+        for (const change of ordered) {
           const info = registry.byField.get(change.field);
           if (change.action === 'add' && !info?.exists) {
-            const column = info?.column ?? chooseColumnName(change.field, taken);
+            const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
             taken.add(column);
             await client.query(queries.addColumn(target.schema, 'posts', column, change.type));
             if (!info) await client.query(queries.registerField(target.schema), [change.field, column]);

@@ -199,7 +199,10 @@ async function evolveFor(
       );
     }
     signal?.throwIfAborted();
-    registry = await evolvePosts(pool, target, logger, plan.changes, signal);
+    registry = await evolvePosts(pool, target, logger, plan.changes, signal, [
+      ...declared.keys(),
+      ...plan.fields.keys(),
+    ]);
     plan = planPage(page.posts, registry, place, declared);
   }
   return { fields: plan.fields, registry };
