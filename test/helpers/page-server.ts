@@ -11,6 +11,8 @@ export interface PageServerOptions {
   readonly dimensions?: unknown;
   /** The report of a window (its start date): its pages by token, '' for the first page (the status poll). */
   readonly pages: (start: string) => Readonly<Record<string, HandMadeBody>>;
+  /** Page requests answered at most (default 1,000); later ones answer 404. */
+  readonly maxPages?: number;
 }
 
 export interface PageServer {
@@ -18,6 +20,8 @@ export interface PageServer {
   readonly token: string;
   /** GET requests for report pages served so far. */
   pagesServed(): number;
+  /** POST requests creating a report so far. */
+  reportsCreated(): number;
   close(): Promise<void>;
 }
 
@@ -37,6 +41,7 @@ export async function startPageServer(options: PageServerOptions): Promise<PageS
   const token = 'page-token';
   const sockets = new Set<Socket>();
   let served = 0;
+  let created = 0;
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     let body = '';
@@ -56,13 +61,16 @@ export async function startPageServer(options: PageServerOptions): Promise<PageS
       }
       if (url.pathname === '/v4/reports/posts' && request.method === 'POST') {
         const params = JSON.parse(body) as { start_date: string };
+        created += 1;
         return json(200, { id: params.start_date, status: 'IN_PROGRESS' });
       }
       const match = /^\/v4\/reports\/posts\/([^/]+)$/.exec(url.pathname);
       if (match === null) return json(404, { message: 'not found' });
       const pages = options.pages(decodeURIComponent(match[1] ?? ''));
       const page = pages[url.searchParams.get('page') ?? ''];
-      if (page === undefined) return json(404, { message: 'no such page' });
+      // A bound on what a test may be served, so that a connector following pages forever ends instead.
+      if (page === undefined || served >= (options.maxPages ?? 1000))
+        return json(404, { message: 'no such page' });
       served += 1;
       if ('write' in page) return page.write(response);
       response.writeHead(200, { 'content-type': page.contentType ?? JSON_TYPE }).end(page.body);
@@ -79,6 +87,7 @@ export async function startPageServer(options: PageServerOptions): Promise<PageS
     baseUrl: `http://127.0.0.1:${port}/v4`,
     token,
     pagesServed: () => served,
+    reportsCreated: () => created,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
