@@ -188,7 +188,7 @@ describe('reports and pages against the simulator', () => {
   });
 
   it.each<[CorruptionKind, string]>([
-    ['record-without-id', 'post id missing is missing'],
+    ['record-without-id', 'post id is missing'],
     ['non-integer-id', 'post id 12345.5 is not an integer'],
   ])('rejects a bad record (%s) naming window and page', async (kind, why) => {
     const { client, config } = clientFor(sim);
