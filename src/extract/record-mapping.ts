@@ -59,7 +59,15 @@ function mapRecord(record: Record<string, unknown>, index: number, context: Mapp
       continue;
     }
     if (value === undefined) continue;
-    fields[key] = fieldValue(value);
+    try {
+      fields[key] = fieldValue(value);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      throw new DataError(
+        'RECORD_INVALID',
+        `${where(context, index)} (post ${id}): field ${JSON.stringify(key)} nests too deep to be written (${error.message})`,
+      );
+    }
   }
   return { id, fields, segments };
 }
