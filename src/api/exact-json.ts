@@ -68,14 +68,13 @@ function markNumbers(text: string): Scan {
         nextBackslash = text.indexOf('\\', i + 1);
         if (nextBackslash === -1) nextBackslash = length;
       }
-      if (isKey(text, end + 1)) {
-        if (nextBackslash < end) throw new NeedsLosslessParse();
-        keys += 1;
-      }
+      if (nextBackslash < end && isKey(text, end + 1)) throw new NeedsLosslessParse();
       i = end + 1;
       continue;
     }
     if (code !== MINUS && (code < ZERO || code > NINE)) {
+      // Outside strings a colon follows a key and nothing else.
+      if (code === COLON) keys += 1;
       i += 1;
       continue;
     }
