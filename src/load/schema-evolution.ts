@@ -253,6 +253,16 @@ export async function evolvePosts(
     if (added.length > 0)
       logger.info({ count: added.length, columns: added }, 'new fields: columns added to posts');
     for (const w of widened) logger.info(w, 'column widened from bigint to numeric');
+    for (const a of added) {
+      // A renamed field named before this field first came (by an older version, or in a page without this field
+      // when the name is not documented) keeps the name: the mapping of a schema does not change under it.
+      if (isPlainColumnName(a.field) && a.column !== a.field) {
+        logger.warn(
+          { field: a.field, column: a.column },
+          `the column named like field ${JSON.stringify(a.field)} holds another field: see field_columns`,
+        );
+      }
+    }
     return fresh;
   }
 }
