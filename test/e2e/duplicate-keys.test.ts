@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { donePage, pageServerEnv, startPageServer } from '../helpers/page-server.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { donePage, startPageServer } from '../helpers/page-server.js';
 
 /*
  * A key repeated in one post: one rule whichever parser reads the page. A key repeated with another value
@@ -29,7 +30,7 @@ afterAll(() => server.close());
 function backfill(from: string, to: string, schema: string) {
   return runCli(
     ['backfill', '--from', from, '--to', to, '--schema', schema, '--window-attempts', '1'],
-    pageServerEnv(server, db.url),
+    cliEnv(server, db.url),
   );
 }
 

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { donePage, pageServerEnv, startPageServer } from '../helpers/page-server.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { donePage, startPageServer } from '../helpers/page-server.js';
 
 /*
  * A field keeps its own name: a name that is a column name as it is gets that column, whatever came first; a
@@ -47,7 +48,7 @@ async function columns(schema: string): Promise<Record<string, string>> {
 
 describe('field names (the built CLI against hand-made pages)', () => {
   it('gives each field its own column: a plain name is its own column, a renamed one takes no name another owns', async () => {
-    const result = await runCli(['backfill', ...NAMES, '--schema', 'names'], pageServerEnv(server, db.url));
+    const result = await runCli(['backfill', ...NAMES, '--schema', 'names'], cliEnv(server, db.url));
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     const mapping = await columns('names');
     expect(mapping).toMatchObject({
@@ -70,7 +71,7 @@ describe('field names (the built CLI against hand-made pages)', () => {
   });
 
   it('renames the PostgreSQL system column names xmin, xmax, cmin, cmax, ctid and tableoid', async () => {
-    const result = await runCli(['backfill', ...SYSTEM, '--schema', 'system'], pageServerEnv(server, db.url));
+    const result = await runCli(['backfill', ...SYSTEM, '--schema', 'system'], cliEnv(server, db.url));
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(await columns('system')).toMatchObject({
       xmin: 'xmin_2',

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { donePage, pageServerEnv, startPageServer } from '../helpers/page-server.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { donePage, startPageServer } from '../helpers/page-server.js';
 
 /*
  * Long and deep values: a custom segment name and value far over the btree limit of an index row load (the
@@ -32,7 +33,7 @@ afterAll(() => server.close());
 function backfill(from: string, to: string, schema: string) {
   return runCli(
     ['backfill', '--from', from, '--to', to, '--schema', schema, '--window-attempts', '1'],
-    pageServerEnv(server, db.url),
+    cliEnv(server, db.url),
   );
 }
 

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { donePage, pageServerEnv, startPageServer } from '../helpers/page-server.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { donePage, startPageServer } from '../helpers/page-server.js';
 
 /*
  * Pages are bounded: next_page leading back to an earlier page (page 3 to page 2) fails the window with
@@ -33,14 +34,14 @@ const ARGS = [
 
 describe('a next_page cycle (the built CLI against hand-made pages)', () => {
   it('fails the window naming the report after one pass, and does not resume that report', async () => {
-    const first = await runCli(ARGS, pageServerEnv(server, db.url));
+    const first = await runCli(ARGS, cliEnv(server, db.url));
     expect(first.code, first.stderr.slice(-2000)).toBe(3);
     expect(first.stderr).toMatch(/report 2026-03-02, page 3: next_page "p2" leads back to page 2/);
     // The status poll, page 2, page 3 (and page 2 downloaded ahead at most).
     expect(server.pagesServed()).toBeLessThanOrEqual(5);
     const created = server.reportsCreated();
     const served = server.pagesServed();
-    const second = await runCli(ARGS, pageServerEnv(server, db.url));
+    const second = await runCli(ARGS, cliEnv(server, db.url));
     expect(second.code, second.stderr.slice(-2000)).toBe(3);
     expect(second.stderr).toMatch(/leads back to page 2/);
     expect(server.reportsCreated()).toBe(created + 1);

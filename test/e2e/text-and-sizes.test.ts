@@ -2,7 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { donePage, type HandMadeBody, pageServerEnv, startPageServer } from '../helpers/page-server.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { donePage, type HandMadeBody, startPageServer } from '../helpers/page-server.js';
 
 /*
  * Text is decided, not guessed: a body is decoded by its declared charset; bytes that are not valid in it, lone
@@ -81,7 +82,7 @@ afterAll(() => server.close());
 function backfill(from: string, to: string, schema: string, env: Record<string, string> = {}) {
   return runCli(
     ['backfill', '--from', from, '--to', to, '--schema', schema, '--window-attempts', '1'],
-    pageServerEnv(server, db.url, env),
+    cliEnv(server, db.url, env),
   );
 }
 

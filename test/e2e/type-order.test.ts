@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type CliResult, runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
-import { donePage, pageServerEnv, startPageServer } from '../helpers/page-server.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { donePage, startPageServer } from '../helpers/page-server.js';
 
 /*
  * Types independent of order: the same posts in any order give the same columns and values, or fail alike. The
@@ -21,7 +22,7 @@ async function load(records: readonly string[]): Promise<{ result: CliResult; sc
   const schema = `order_${schemas}`;
   const result = await runCli(
     ['backfill', '--from', '2026-03-02', '--to', '2026-03-08', '--schema', schema, '--window-attempts', '1'],
-    pageServerEnv(server, db.url),
+    cliEnv(server, db.url),
   );
   return { result, schema };
 }

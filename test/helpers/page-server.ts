@@ -95,22 +95,3 @@ export async function startPageServer(options: PageServerOptions): Promise<PageS
       }),
   };
 }
-
-/** The CLI's environment for a run against a page server. */
-export function pageServerEnv(
-  server: PageServer,
-  databaseUrl: string,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return {
-    POST_REPORTS_BASE_URL: server.baseUrl,
-    POST_REPORTS_TOKEN: server.token,
-    DATABASE_URL: databaseUrl,
-    POST_REPORTS_POLL_INITIAL_MS: '20',
-    POST_REPORTS_POLL_MAX_MS: '100',
-    POST_REPORTS_RETRY_MIN_DELAY_MS: '10',
-    POST_REPORTS_LOCK_WAIT_MS: '0',
-    LOG_FORMAT: 'json',
-    ...extra,
-  };
-}
