@@ -222,6 +222,8 @@ export class ApiClient {
     try {
       decoder = new TextDecoder(charset, { fatal: true });
     } catch {
+      // An error answer is read for its message only: its status decides what happens next.
+      if (status < 200 || status > 299) return new TextDecoder().decode(bytes);
       throw new DataError(
         'PAGE_MALFORMED',
         `${endpoint} answered ${status} in charset ${JSON.stringify(oneLine(charset, 40))}, which the connector cannot decode`,
