@@ -21,17 +21,21 @@ const server = await startPageServer({
     '': {
       body: donePage(
         start,
-        start === '2026-03-02'
-          ? [
-              `{"platform_post_id":1,"Total_Spend":999,"Engagements":"n/a","_window_start":"renamed","Spend":3,"${LONGER}":"longer"}`,
-              `{"platform_post_id":2,"total_spend":10.5,"engagements":3,"spend":4,"window_start":"plain","${LONG}":"plain 63"}`,
-              `{"platform_post_id":3,"total_spend":5.25,"engagements":4}`,
-            ]
-          : [
-              `{"platform_post_id":1,"xmin":1.5,"cmax":"box","ctid":7}`,
-              `{"platform_post_id":2}`,
-              `{"platform_post_id":3,"xmax":2.5}`,
-            ],
+        start === '2026-03-16'
+          ? ['{"platform_post_id":1,"Total_Spend":999}']
+          : start === '2026-03-23'
+            ? ['{"platform_post_id":2,"total_spend":10.5}']
+            : start === '2026-03-02'
+              ? [
+                  `{"platform_post_id":1,"Total_Spend":999,"Engagements":"n/a","_window_start":"renamed","Spend":3,"${LONGER}":"longer"}`,
+                  `{"platform_post_id":2,"total_spend":10.5,"engagements":3,"spend":4,"window_start":"plain","${LONG}":"plain 63"}`,
+                  `{"platform_post_id":3,"total_spend":5.25,"engagements":4}`,
+                ]
+              : [
+                  `{"platform_post_id":1,"xmin":1.5,"cmax":"box","ctid":7}`,
+                  `{"platform_post_id":2}`,
+                  `{"platform_post_id":3,"xmax":2.5}`,
+                ],
         null,
       ),
     },
@@ -86,6 +90,43 @@ describe('field names (the built CLI against hand-made pages)', () => {
       { id: '1', xmin: '1.5', xmax: null, cmax: 'box', ctid: '7' },
       { id: '2', xmin: null, xmax: null, cmax: null, ctid: null },
       { id: '3', xmin: null, xmax: '2.5', cmax: null, ctid: null },
+    ]);
+  });
+
+  it('keeps the mapping of a schema named by an older version, and says which field could not have its name', async () => {
+    const first = await runCli(
+      ['backfill', '--from', '2026-03-16', '--to', '2026-03-22', '--schema', 'legacy'],
+      cliEnv(server, db.url),
+    );
+    expect(first.code, first.stderr.slice(-2000)).toBe(0);
+    // What an older version did: the renamed field took the plain name of a field that came later.
+    await db.pool.query('ALTER TABLE legacy.posts RENAME COLUMN total_spend_2 TO total_spend');
+    await db.pool.query(
+      `UPDATE legacy.field_columns SET column_name = 'total_spend' WHERE field = 'Total_Spend'`,
+    );
+    const second = await runCli(
+      ['backfill', '--from', '2026-03-23', '--to', '2026-03-29', '--schema', 'legacy'],
+      cliEnv(server, db.url),
+    );
+    expect(second.code, second.stderr.slice(-2000)).toBe(0);
+    expect(await columns('legacy')).toMatchObject({
+      Total_Spend: 'total_spend',
+      total_spend: 'total_spend_2',
+    });
+    expect(second.stderr).toContain('the column named like field \\"total_spend\\" holds another field');
+    // The README's query lists the pair.
+    const { rows } = await db.pool.query(
+      `SELECT f.field AS renamed, f.column_name, o.field AS owner, o.column_name AS owners_column
+         FROM legacy.field_columns f JOIN legacy.field_columns o ON o.field = f.column_name
+        WHERE f.field <> f.column_name`,
+    );
+    expect(rows).toEqual([
+      {
+        renamed: 'Total_Spend',
+        column_name: 'total_spend',
+        owner: 'total_spend',
+        owners_column: 'total_spend_2',
+      },
     ]);
   });
 });
