@@ -25,6 +25,8 @@ export interface ApiConfig {
   /** The name of the post id field: the real API puts a brand name where the spec says "platform". */
   readonly postIdField: string;
   readonly requestTimeoutMs: number;
+  /** The largest response body read; a longer one is refused without reading the rest. Absent: the default. */
+  readonly maxResponseBytes?: number;
   readonly retry: {
     readonly maxAttempts: number;
     readonly maxRetryTimeMs: number;
@@ -120,6 +122,11 @@ export const SETTINGS = {
     env: 'POST_REPORTS_REQUEST_TIMEOUT_MS',
     default: '30000',
     description: 'Timeout of one HTTP request',
+  },
+  maxResponseBytes: {
+    env: 'POST_REPORTS_MAX_RESPONSE_BYTES',
+    default: String(256 * 1024 * 1024),
+    description: 'Largest response body read (bytes); a longer one is refused without reading it whole',
   },
   maxAttempts: {
     env: 'POST_REPORTS_MAX_ATTEMPTS',
@@ -610,6 +617,8 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
     token: new Secret(tokenText),
     postIdField,
     requestTimeoutMs: integer('requestTimeoutMs', env, flags, problems, 100, 3_600_000),
+    // V8's longest string is about 512 MiB: a body beyond could not be held as text anyway.
+    maxResponseBytes: integer('maxResponseBytes', env, flags, problems, 1024, 512 * 1024 * 1024),
     retry: {
       maxAttempts: integer('maxAttempts', env, flags, problems, 1, 100),
       maxRetryTimeMs: integer('maxRetryTimeMs', env, flags, problems, 0, 86_400_000),

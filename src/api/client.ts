@@ -46,6 +46,7 @@ interface RawResponse {
 }
 
 const MAX_BODY_IN_MESSAGE = 300;
+const DEFAULT_MAX_RESPONSE_BYTES = Number(SETTINGS.maxResponseBytes.default);
 const BACKOFF_FACTOR = 2;
 const MAX_BACKOFF_MS = 60_000;
 
@@ -162,8 +163,10 @@ export class ApiClient {
         ...(body !== undefined ? { body } : {}),
       });
       status = response.status;
-      text = await response.text();
+      const bytes = await this.readBody(response, endpoint);
+      text = this.decode(bytes, response.headers.get('content-type'), endpoint, status);
     } catch (error) {
+      if (error instanceof EtlError) throw error;
       if (signal?.aborted) throw aborted(endpoint, signal);
       throw this.transportError(error, endpoint, attempt, timeout.aborted);
     }
@@ -173,6 +176,71 @@ export class ApiClient {
     );
     if (status < 200 || status > 299) throw this.httpError(endpoint, status, response.headers, text, attempt);
     return { endpoint, status, text };
+  }
+
+  /**
+   * The body's bytes, refused without reading the rest as soon as they pass the limit (a declared length beyond it
+   * is refused before reading any): a body that never ends would otherwise fill the memory until the timeout.
+   */
+  private async readBody(response: Response, endpoint: string): Promise<Uint8Array> {
+    const limit = this.#config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const tooLarge = (size: string) =>
+      new DataError(
+        'PAGE_MALFORMED',
+        `${endpoint} answered ${response.status} with a body of ${size}, more than the ${limit} bytes read (${SETTINGS.maxResponseBytes.env}): refused without reading the rest`,
+      );
+    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    if (declared > limit) {
+      await response.body?.cancel().catch(() => {});
+      throw tooLarge(`${declared} bytes`);
+    }
+    if (response.body === null) return new Uint8Array(0);
+    const reader = response.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge('more bytes');
+      }
+      chunks.push(value);
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  }
+
+  /**
+   * The body as text, decoded by its declared charset (UTF-8, JSON's own, when none is declared). Bytes that are not
+   * valid in it are replaced by U+FFFD, counted and logged, as NUL characters are: failing every window for a
+   * byte no run can repair would help nobody, and U+FFFD marks the spot. A charset no decoder knows is refused.
+   */
+  private decode(bytes: Uint8Array, contentType: string | null, endpoint: string, status: number): string {
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase() ?? 'utf-8';
+    let decoder: InstanceType<typeof TextDecoder>;
+    try {
+      decoder = new TextDecoder(charset, { fatal: true });
+    } catch {
+      // An error answer is read for its message only: its status decides what happens next.
+      if (status < 200 || status > 299) return new TextDecoder().decode(bytes);
+      throw new DataError(
+        'PAGE_MALFORMED',
+        `${endpoint} answered ${status} in charset ${JSON.stringify(oneLine(charset, 40))}, which the connector cannot decode`,
+      );
+    }
+    try {
+      return decoder.decode(bytes);
+    } catch {
+      const text = new TextDecoder(charset).decode(bytes);
+      const replaced =
+        countReplacements(text) - (decoder.encoding === 'utf-8' ? countEncodedReplacements(bytes) : 0);
+      this.#logger.warn(
+        { endpoint, charset: decoder.encoding, count: replaced },
+        `bytes that are not valid ${decoder.encoding} replaced by U+FFFD`,
+      );
+      return text;
+    }
   }
 
   // Invalid JSON is not retried: the service answered, and would answer the same again.
@@ -255,4 +323,19 @@ function networkReason(error: unknown): string {
     );
   }
   return oneLine(error.message, 200);
+}
+
+function countReplacements(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf('\uFFFD'); at !== -1; at = text.indexOf('\uFFFD', at + 1)) count += 1;
+  return count;
+}
+
+/** U+FFFD written in the body itself (EF BF BD): not a replacement. */
+function countEncodedReplacements(bytes: Uint8Array): number {
+  let count = 0;
+  for (let at = bytes.indexOf(0xef); at !== -1; at = bytes.indexOf(0xef, at + 1)) {
+    if (bytes[at + 1] === 0xbf && bytes[at + 2] === 0xbd) count += 1;
+  }
+  return count;
 }

@@ -9,7 +9,9 @@ import { ExactNumber } from '../model/post-record.js';
  * could be mistaken for a marked one, and an object key written with an escape, because V8's JSON.parse (Node 24)
  * can return a wrong key once it has seen another escaped one (after a key that is one escaped backslash, a key
  * that is one escaped quote comes back as a backslash). Invalid input is reported in lossless-json's words, with a
- * position in the text as received, so that an error reads the same on every Node version.
+ * position in the text as received, so that an error reads the same on every Node version. The scan also counts
+ * the keys of the text: when JSON.parse's result holds fewer, a key repeats, and lossless-json decides as it does
+ * for every text it parses: the same rule whichever way a page goes.
  */
 
 // A Latin-1 character keeps the rewritten text one-byte (two-byte strings slow JSON.parse down); a C1 control
@@ -36,15 +38,23 @@ const MAX_PLAIN_DIGITS = 15;
 /** The text needs lossless-json: a string looks like a marked number, or a key holds an escape. */
 class NeedsLosslessParse extends Error {}
 
+/** What the scan found: the rewritten text (null: no token needed it) and how many object keys the text holds. */
+interface Scan {
+  readonly marked: string | null;
+  readonly keys: number;
+}
+
 /**
  * Returns the text with every number token that needs exactness rewritten as a marked string, or null when
- * no token needs it (a page without decimals or big ids is then parsed untouched).
+ * no token needs it (a page without decimals or big ids is then parsed untouched), and the count of keys: JSON.parse
+ * keeps the last of repeated keys silently, and fewer keys in its result than in the text tell that one repeats.
  */
-function markNumbers(text: string): string | null {
+function markNumbers(text: string): Scan {
   const length = text.length;
   let out = '';
   let copied = 0;
   let i = 0;
+  let keys = 0;
   // The next backslash at or after i (or length): a string contains an escape when it lies before its end.
   let nextBackslash = -1;
   while (i < length) {
@@ -63,6 +73,8 @@ function markNumbers(text: string): string | null {
       continue;
     }
     if (code !== MINUS && (code < ZERO || code > NINE)) {
+      // Outside strings a colon follows a key and nothing else.
+      if (code === COLON) keys += 1;
       i += 1;
       continue;
     }
@@ -74,7 +86,7 @@ function markNumbers(text: string): string | null {
     out += `${text.slice(copied, start)}"${MARKER_CHAR}${text.slice(start, i)}"`;
     copied = i;
   }
-  return copied === 0 ? null : out + text.slice(copied);
+  return { marked: copied === 0 ? null : out + text.slice(copied), keys };
 }
 
 /** A genuine string starting at the quote `i` that could be taken for a marked number sends the text elsewhere. */
@@ -175,24 +187,23 @@ function skipWhitespace(text: string, p: number): number {
   return p;
 }
 
-function revive(value: unknown): unknown {
-  if (typeof value === 'string') {
-    return value.charCodeAt(0) === MARKER ? new ExactNumber(value.slice(1)) : value;
-  }
-  if (value === null || typeof value !== 'object') return value;
+/** Turns marked strings below `value` (an object or array) into ExactNumbers; returns how many keys it holds. */
+function revive(value: object): number {
+  let keys = 0;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i += 1) {
       const item: unknown = value[i];
       if (typeof item === 'string') {
         if (item.charCodeAt(0) === MARKER) value[i] = new ExactNumber(item.slice(1));
       } else if (item !== null && typeof item === 'object') {
-        revive(item);
+        keys += revive(item);
       }
     }
-    return value;
+    return keys;
   }
   const record = value as Record<string, unknown>;
   for (const key in record) {
+    keys += 1;
     const item = record[key];
     if (typeof item === 'string') {
       if (item.charCodeAt(0) === MARKER) {
@@ -209,10 +220,29 @@ function revive(value: unknown): unknown {
         }
       }
     } else if (item !== null && typeof item === 'object') {
-      revive(item);
+      keys += revive(item);
     }
   }
-  return value;
+  return keys;
+}
+
+/** How many keys the objects at and below `value` hold. */
+function countKeys(value: object): number {
+  let keys = 0;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) {
+      const item: unknown = value[i];
+      if (item !== null && typeof item === 'object') keys += countKeys(item);
+    }
+    return keys;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    keys += 1;
+    const item = record[key];
+    if (item !== null && typeof item === 'object') keys += countKeys(item);
+  }
+  return keys;
 }
 
 function parseNumberExactly(token: string): unknown {
@@ -225,29 +255,94 @@ function parseNumberExactly(token: string): unknown {
 /**
  * Parses JSON text exactly: an integer of at most 15 digits becomes a plain number; every other number token
  * (longer integers, decimals, exponents, -0) becomes an ExactNumber holding the delivered text.
- * Throws SyntaxError on invalid JSON, like JSON.parse, with the same message on every Node version.
+ * Throws SyntaxError on invalid JSON, like JSON.parse, with the same message on every Node version; on a key that
+ * an object repeats with another value (`Duplicate key 'k' encountered at position N`), whichever way the text is
+ * parsed; and on nesting deeper than the parser's stack.
  */
 export function parseExactJson(text: string): unknown {
-  let marked: string | null;
   try {
-    marked = markNumbers(text);
+    return parseScanned(text);
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new SyntaxError(`the JSON nests too deep to be read (${error.message})`, { cause: error });
+    }
+    throw error;
+  }
+}
+
+function parseScanned(text: string): unknown {
+  let scan: Scan;
+  try {
+    scan = markNumbers(text);
   } catch (error) {
     if (error instanceof NeedsLosslessParse) return parseLosslessly(text);
     throw error;
   }
+  let parsed: unknown;
   try {
-    if (marked === null) return JSON.parse(text);
-    return revive(JSON.parse(marked));
+    parsed = JSON.parse(scan.marked ?? text);
   } catch (error) {
     if (!(error instanceof SyntaxError)) throw error;
     // JSON.parse's wording differs between Node versions, and its position is in the marked text.
     parseLosslessly(text);
     throw error;
   }
+  if (parsed === null || typeof parsed !== 'object') {
+    return typeof parsed === 'string' && parsed.charCodeAt(0) === MARKER && scan.marked !== null
+      ? new ExactNumber(parsed.slice(1))
+      : parsed;
+  }
+  const keys = scan.marked === null ? countKeys(parsed) : revive(parsed);
+  // A repeated key: lossless-json decides (a repeat with the same value is harmless, another value is refused).
+  return keys === scan.keys ? parsed : parseLosslessly(text);
 }
 
 function parseLosslessly(text: string): unknown {
-  return parseLossless(text, null, parseNumberExactly);
+  return parseLossless(text, null, {
+    parseNumber: parseNumberExactly,
+    onDuplicateKey: ({ key, position }) => {
+      throw new SyntaxError(
+        `${pathAt(text, position)} repeats the key ${JSON.stringify(key)} with another value (position ${position})`,
+      );
+    },
+  });
+}
+
+/**
+ * Where the object holding the character at `position` sits in the document, as a path (`data[2]`,
+ * `data[2].third_party_data`, or `the top-level object`). Called for error messages only: the text is valid up to
+ * there, and is scanned again from its start.
+ */
+function pathAt(text: string, position: number): string {
+  const stack: { key: string | null; index: number; array: boolean }[] = [];
+  let i = 0;
+  while (i < position && i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      if (end === -1 || end >= position) break;
+      const top = stack.at(-1);
+      if (top !== undefined && !top.array && isKey(text, end + 1)) {
+        top.key = String(parseLossless(text.slice(i, end + 1)));
+      }
+      i = end + 1;
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) stack.push({ key: null, index: 0, array: c === 0x5b });
+    else if (c === 0x7d || c === 0x5d) stack.pop();
+    else if (c === 0x2c) {
+      const top = stack.at(-1);
+      if (top?.array) top.index += 1;
+    }
+    i += 1;
+  }
+  // The innermost container is the object whose key repeats; the path leads to it.
+  let path = '';
+  for (let k = 0; k < stack.length - 1; k += 1) {
+    const container = stack[k]!;
+    path += container.array ? `[${container.index}]` : `${path === '' ? '' : '.'}${container.key ?? ''}`;
+  }
+  return path === '' ? 'the top-level object' : path;
 }
 
 const EXACT_NUMBER_STRINGIFIER = {

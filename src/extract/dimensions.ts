@@ -10,14 +10,11 @@ export interface SegmentDimension {
   values: string[];
 }
 
-type ListedKind = {
-  [K in FilterKind]: (typeof FILTER_KINDS)[K]['listedInDimensions'] extends true ? K : never;
-}[FilterKind];
-
-/** The valid filter values of the organization; the kinds not always listed only when the service lists them. */
-export type Dimensions = { [K in ListedKind]: string[] } & {
-  [K in Exclude<FilterKind, ListedKind>]?: string[];
-} & {
+/**
+ * The valid filter values of the organization, as far as the service lists them: a list it leaves out (or sends as
+ * null) is absent, and fails the run only when a filter needs it (validateFilters).
+ */
+export type Dimensions = { [K in FilterKind]?: string[] } & {
   customSegments: SegmentDimension[];
 };
 
@@ -46,9 +43,10 @@ export function parseDimensions(body: unknown): Dimensions {
   if (!isRecord(body)) throw malformed(`the response is ${kind(body)}, not an object`);
   const lists: { [K in FilterKind]?: string[] } = {};
   for (const name of FILTER_NAMES) {
-    const { api, listedInDimensions } = FILTER_KINDS[name];
+    const { api } = FILTER_KINDS[name];
     const value = body[api];
-    if (listedInDimensions || (value !== undefined && value !== null)) lists[name] = stringList(value, api);
+    // The service may send less than the spec shows: a list it leaves out is only needed by a filter on it.
+    if (value !== undefined && value !== null) lists[name] = stringList(value, api);
   }
   const dimensions = { ...lists, customSegments: segmentDimensions(body.custom_segments) } as Dimensions;
   return dimensions;
@@ -80,9 +78,16 @@ function malformed(why: string): DataError {
 /**
  * Checks the filters against the organization's dimensions before any report is created: the server only
  * answers 400, this names exactly which filter name or value is not valid, and lists the valid ones.
- * Every problem is reported at once, separated by "; ", in a ConfigError('FILTER_INVALID').
+ * Every problem is reported at once, separated by "; ", in a ConfigError('FILTER_INVALID'). A filter on a list
+ * the service always lists that the response left out is DataError('PAGE_MALFORMED').
  */
 export function validateFilters(filters: Filters, dimensions: Dimensions): void {
+  for (const name of FILTER_NAMES) {
+    const { api, label, listedInDimensions } = FILTER_KINDS[name];
+    if (listedInDimensions && filters[name] !== undefined && dimensions[name] === undefined) {
+      throw malformed(`${api} is missing, and the ${label} filter needs it to check its values`);
+    }
+  }
   const problems: string[] = [];
   const check = (
     label: string,

@@ -119,7 +119,8 @@ export function toReportPage(
 }
 
 /**
- * The pages of a DONE report, one at a time, following next_page until it is null. The next page downloads
+ * The pages of a DONE report, one at a time, following next_page until it is null; a token that comes back (a
+ * cycle) fails with DataError('PAGE_MALFORMED') naming the report. The next page downloads
  * while the consumer handles the current one (one page ahead, never more); stopping early aborts that download.
  * A report or page token that is gone raises ApiError('REPORT_GONE'); a malformed page DataError('PAGE_MALFORMED').
  */
@@ -145,6 +146,9 @@ export async function* readPages(
     };
   };
   let pending: Promise<() => ReportPage> | null = null;
+  // Every token of the report read so far, with the page it fetched: next_page may lead back to any of them, and a
+  // cycle would be followed until the disk is full.
+  const seen = new Map<string, number>();
   try {
     let current: ReportPage;
     if (options.first) current = options.first;
@@ -152,8 +156,16 @@ export async function* readPages(
       current = (await download(options.startToken, (options.startIndex ?? 0) + 1))();
     } else current = (await download(null, 1))();
     for (;;) {
+      if (current.token !== null) seen.set(current.token, current.index);
       const next = current.nextPage;
       if (next !== null) {
+        const before = seen.get(next);
+        if (before !== undefined) {
+          throw new DataError(
+            'PAGE_MALFORMED',
+            `report ${reportId}, page ${current.index}: next_page ${JSON.stringify(next)} leads back to page ${before}: the report's pages form a cycle`,
+          );
+        }
         // Downloaded now, parsed when taken. Parsed on arrival, a page's objects lived through the handling of
         // the page before, V8 promoted them to its old generation, and full collections came more often (97
         // instead of 72-76 for 200,000 posts, node --trace-gc).

@@ -59,7 +59,15 @@ function mapRecord(record: Record<string, unknown>, index: number, context: Mapp
       continue;
     }
     if (value === undefined) continue;
-    fields[key] = fieldValue(value);
+    try {
+      fields[key] = fieldValue(value);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      throw new DataError(
+        'RECORD_INVALID',
+        `${where(context, index)} (post ${id}): field ${JSON.stringify(key)} nests too deep to be written (${error.message})`,
+      );
+    }
   }
   return { id, fields, segments };
 }
@@ -98,7 +106,9 @@ function canonicalId(value: unknown, at: () => string): string {
   else if (typeof value === 'bigint') text = value.toString();
   // Some services send ids as strings; digits only are accepted, so that a string id is the same key as a number.
   else if (typeof value === 'string') text = value;
-  else throw invalidId(value, at, value === undefined || value === null ? 'is missing' : 'is not an integer');
+  else if (value === undefined || value === null) {
+    throw new DataError('RECORD_INVALID', `${at()}: post id is ${value === null ? 'null' : 'missing'}`);
+  } else throw invalidId(value, at, 'is not an integer');
   if (!INTEGER.test(text)) throw invalidId(value, at, 'is not an integer');
   const negative = text.startsWith('-');
   const digits = (negative ? text.slice(1) : text).replace(/^0+(?=\d)/, '');

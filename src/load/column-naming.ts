@@ -1,12 +1,15 @@
 /*
  * API field names are arbitrary text; column names are derived from them by validation, never by trust:
- * - a plain snake_case name (`[a-z][a-z0-9_]*`, at most 63 bytes) is kept as is, so columns mirror the API;
- * - anything else is folded to lower-case letters, digits and '_' (other characters runs become one '_'),
- *   leading/trailing '_' trimmed (connector columns start with '_', fields never do), a leading digit prefixed
- *   with `f_`, an empty result named `field`, and truncated to 63 bytes;
- * - a name already taken (by another field, by the post id column, or by any existing column) gets the first
- *   free suffix `_2`, `_3`, … (the base truncated to keep 63 bytes).
- * The field→column mapping is recorded in the `field_columns` table; columns are still always written through
+ * - a plain snake_case name (`[a-z][a-z0-9_]*`, at most 63 bytes, not a PostgreSQL system column) is its own
+ *   column's name, whatever came before it: a renamed field never takes a name that a plain field could own first;
+ * - anything else is renamed: folded to lower-case letters, digits and '_' (other characters runs become one
+ *   '_'), leading/trailing '_' trimmed (connector columns start with '_', fields never do), a leading digit
+ *   prefixed with `f_`, an empty result named `field`, and truncated to 63 bytes. A renamed field takes the first
+ *   of that name, `_2`, `_3`, … (the base truncated to keep 63 bytes) that no column holds and that no documented
+ *   field, no field of the page, no registered field and no system column owns.
+ * So with `Total_Spend` in the first post and `total_spend` in later ones, `total_spend` holds `total_spend` and
+ * `Total_Spend` gets `total_spend_2`, in whatever order they come. The field→column mapping is recorded in the
+ * `field_columns` table (a schema keeps the mapping it has); columns are still always written through
  * pg.escapeIdentifier.
  */
 
@@ -15,9 +18,24 @@ export const MAX_IDENTIFIER_BYTES = 63;
 
 const PLAIN = /^[a-z][a-z0-9_]*$/;
 
+/** Column names PostgreSQL gives every table: a user column cannot have them. */
+export const SYSTEM_COLUMNS: ReadonlySet<string> = new Set([
+  'xmin',
+  'xmax',
+  'cmin',
+  'cmax',
+  'ctid',
+  'tableoid',
+]);
+
+/** True for a field name that is a column name as it is (its own column's name). */
+export function isPlainColumnName(field: string): boolean {
+  return PLAIN.test(field) && field.length <= MAX_IDENTIFIER_BYTES && !SYSTEM_COLUMNS.has(field);
+}
+
 /** The column a new field would get, before clash resolution. */
 export function baseColumnName(field: string): string {
-  if (PLAIN.test(field) && field.length <= MAX_IDENTIFIER_BYTES) return field;
+  if (isPlainColumnName(field)) return field;
   let name = field
     .normalize('NFKD')
     .toLowerCase()
@@ -25,16 +43,28 @@ export function baseColumnName(field: string): string {
     .replace(/^_+|_+$/g, '');
   if (name === '') name = 'field';
   else if (/^[0-9]/.test(name)) name = `f_${name}`;
-  return name.slice(0, MAX_IDENTIFIER_BYTES).replace(/_+$/, '');
+  name = name.slice(0, MAX_IDENTIFIER_BYTES).replace(/_+$/, '');
+  return SYSTEM_COLUMNS.has(name) ? `${name}_2` : name;
 }
 
-/** The column for a new field: its base name, or the first free `_N` variant of it. */
-export function chooseColumnName(field: string, taken: ReadonlySet<string>): string {
+/**
+ * The column for a new field. A plain name is its own column when no column holds it yet; a renamed field
+ * (or a plain one whose name a column of a schema loaded earlier already holds) gets its base name or the first
+ * `_N` variant that is neither `taken` (existing columns) nor `reserved` (names plain fields own: documented
+ * fields, the fields of the page, registered fields).
+ */
+export function chooseColumnName(
+  field: string,
+  taken: ReadonlySet<string>,
+  reserved: ReadonlySet<string> = new Set(),
+): string {
   const base = baseColumnName(field);
-  if (!taken.has(base)) return base;
+  const free = (name: string) => !taken.has(name) && !SYSTEM_COLUMNS.has(name);
+  const plain = base === field;
+  if (plain ? free(base) : free(base) && !reserved.has(base)) return base;
   for (let n = 2; ; n++) {
     const suffix = `_${n}`;
-    const candidate = `${base.slice(0, MAX_IDENTIFIER_BYTES - suffix.length)}${suffix}`;
-    if (!taken.has(candidate)) return candidate;
+    const candidate = `${base.slice(0, MAX_IDENTIFIER_BYTES - suffix.length).replace(/_+$/, '')}${suffix}`;
+    if (free(candidate) && !reserved.has(candidate)) return candidate;
   }
 }

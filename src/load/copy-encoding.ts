@@ -1,32 +1,33 @@
 /*
  * Values → PostgreSQL COPY text format (tab-separated, \N for NULL, backslash escapes).
- * NUL characters: PostgreSQL cannot store U+0000 in text or jsonb. They are replaced by U+FFFD (the Unicode
- * replacement character) and counted; the loader logs the count per page. Failing a whole window for a
- * character no database column can hold would help nobody, and U+FFFD marks the spot visibly.
+ * NUL characters and lone surrogates (a `\ud800` escape without its pair): PostgreSQL cannot store U+0000 in text
+ * or jsonb, nor a surrogate in UTF-8 text or in jsonb. They are replaced by U+FFFD (the Unicode replacement
+ * character) and counted, in text and jsonb columns and in segments alike; the loader logs the counts per page.
+ * Failing a whole window for a character no database column can hold would help nobody, and U+FFFD marks the spot
+ * visibly.
  */
 import { DataError } from '../errors.js';
-import {
-  type CustomSegment,
-  ExactNumber,
-  type FieldValue,
-  JsonDocument,
-  type MappedPost,
-} from '../model/post-record.js';
+import { ExactNumber, type FieldValue, JsonDocument, type MappedPost } from '../model/post-record.js';
 import type { ColumnType } from './field-types.js';
 
 /** Counters of one encoding pass. */
 export interface EncodeStats {
   nulReplaced: number;
+  surrogatesReplaced: number;
 }
 
 export const COPY_NULL = '\\N';
 
 const SPECIAL = /[\\\n\r\t\0]/;
 const SPECIAL_ALL = /[\\\n\r\t\0]/g;
-const JSON_NUL = /\\\\|\\u0000/g;
+const JSON_UNSTORABLE = /\\\\|\\u0000|\\ud[89a-f][0-9a-f]{2}/g;
 
-/** Escapes text for a COPY text field: backslash, newline, carriage return and tab; NUL becomes U+FFFD. */
+/**
+ * Escapes text for a COPY text field: backslash, newline, carriage return and tab; NUL and lone surrogates become
+ * U+FFFD.
+ */
 export function escapeCopyText(text: string, stats: EncodeStats): string {
+  if (!text.isWellFormed()) text = wellFormed(text, stats);
   if (!SPECIAL.test(text)) return text;
   return text.replace(SPECIAL_ALL, (c) => {
     switch (c) {
@@ -45,15 +46,29 @@ export function escapeCopyText(text: string, stats: EncodeStats): string {
   });
 }
 
-// In JSON text a NUL can only be the escape \u0000 (raw control characters are invalid JSON); an escaped
-// backslash (\\) is consumed first so that the literal text "\\u0000" is left alone.
-function jsonWithoutNul(json: string, stats: EncodeStats): string {
-  if (!json.includes('\\u0000')) return json;
-  return json.replace(JSON_NUL, (m) => {
+// In JSON text a NUL can only be the escape \u0000 (raw control characters are invalid JSON), and a lone surrogate
+// only the escape \udXXX (JSON.stringify writes pairs as they are, a lone one escaped); an escaped backslash (\\)
+// is consumed first so that the literal text "\\u0000" is left alone.
+function storableJson(json: string, stats: EncodeStats): string {
+  if (!json.includes('\\u0000') && !json.includes('\\ud')) return json;
+  return json.replace(JSON_UNSTORABLE, (m) => {
     if (m === '\\\\') return m;
-    stats.nulReplaced++;
+    if (m === '\\u0000') stats.nulReplaced++;
+    else stats.surrogatesReplaced++;
     return '\\ufffd';
   });
+}
+
+/** The text with each lone surrogate replaced by U+FFFD, counted. */
+function wellFormed(text: string, stats: EncodeStats): string {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0xd800 || c > 0xdfff) continue;
+    const next = text.charCodeAt(i + 1);
+    if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++;
+    else stats.surrogatesReplaced++;
+  }
+  return text.toWellFormed();
 }
 
 /**
@@ -69,13 +84,14 @@ export function encodeValue(value: FieldValue, type: ColumnType, stats: EncodeSt
       return type === 'jsonb' ? (value ? 'true' : 'false') : value ? 't' : 'f';
     case 'string':
       if (type === 'jsonb') {
-        const clean = value.includes('\0') ? replaceNul(value, stats) : value;
+        let clean = value.includes('\0') ? replaceNul(value, stats) : value;
+        if (!clean.isWellFormed()) clean = wellFormed(clean, stats);
         return escapeCopyText(JSON.stringify(clean), stats);
       }
       return escapeCopyText(value, stats);
     default:
       if (value instanceof ExactNumber) return value.text;
-      if (value instanceof JsonDocument) return escapeCopyText(jsonWithoutNul(value.json, stats), stats);
+      if (value instanceof JsonDocument) return escapeCopyText(storableJson(value.json, stats), stats);
       return COPY_NULL;
   }
 }
@@ -131,13 +147,15 @@ export function encodePage(
       line += value === undefined || value === null ? '\t\\N' : `\t${encodeValue(value, col.type, stats)}`;
     }
     rows[i] = line;
+    // A pair is written once per post, compared as written: "a\u0000" and "a\uFFFD" are one pair once NUL is
+    // replaced, and would collide in the segments' key.
     const list = post.segments;
+    const first = segments.length;
     for (let k = 0; k < list.length; k++) {
       const segment = list[k]!;
-      if (k > 0 && repeats(list, k)) continue;
-      segments.push(
-        `${head}\t${escapeCopyText(segment.name, stats)}\t${escapeCopyText(segment.value, stats)}`,
-      );
+      const line = `${head}\t${escapeCopyText(segment.name, stats)}\t${escapeCopyText(segment.value, stats)}`;
+      if (k > 0 && written(segments, first, line)) continue;
+      segments.push(line);
     }
   }
   return {
@@ -148,11 +166,7 @@ export function encodePage(
 }
 
 // A post lists a handful of segments: a quadratic scan is cheaper than a Set, and keeps each pair once.
-function repeats(list: readonly CustomSegment[], k: number): boolean {
-  const { name, value } = list[k]!;
-  for (let j = 0; j < k; j++) {
-    const other = list[j]!;
-    if (other.name === name && other.value === value) return true;
-  }
+function written(segments: readonly string[], first: number, line: string): boolean {
+  for (let j = first; j < segments.length; j++) if (segments[j] === line) return true;
   return false;
 }

@@ -15,11 +15,19 @@ import type pg from 'pg';
 import { DataError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MappedPost } from '../model/post-record.js';
-import { chooseColumnName } from './column-naming.js';
+import { chooseColumnName, isPlainColumnName } from './column-naming.js';
 import { retypeColumn } from './column-retype.js';
 import { withTransaction } from './database.js';
 import type { DeclaredType } from './declared-types.js';
-import { type ColumnType, columnTypeFor, columnTypeOf, fitOf, isColumnDate, kindOf } from './field-types.js';
+import {
+  type ColumnType,
+  columnTypeFor,
+  columnTypeOf,
+  fitOf,
+  isColumnDate,
+  kindOf,
+  type ValueKind,
+} from './field-types.js';
 import { ddlLockKey, lockForTransaction } from './locks.js';
 import type { Target } from './migrate.js';
 import { partitionKeys } from './period-partitions.js';
@@ -84,7 +92,9 @@ export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Targ
 
 /**
  * Types the fields of a page against the registry: which columns the page needs, which must be added or
- * widened first. Throws DataError('FIELD_TYPE_MISMATCH') for a value no column type here can take.
+ * widened first. Throws DataError('FIELD_TYPE_MISMATCH') for a value no column type here can take. A new field's
+ * type comes from every value the page holds, not from the first: the same posts in any order give the same
+ * columns (strings and numbers make text, whole numbers and decimals numeric, a JSON document anywhere jsonb).
  */
 export function planPage(
   posts: readonly MappedPost[],
@@ -92,52 +102,98 @@ export function planPage(
   place: PagePlace,
   declared: ReadonlyMap<string, DeclaredType> = new Map(),
 ): PagePlan {
-  const types = new Map<string, ColumnType>();
-  const added = new Set<string>();
+  // The kinds of values each field holds in the page, as a bit set: one pass, no allocation per value.
+  const kinds = new Map<string, number>();
   for (let i = 0; i < posts.length; i++) {
     const fields = posts[i]!.fields;
     for (const field in fields) {
       const value = fields[field];
       if (value === null || value === undefined) continue;
-      const kind = kindOf(value);
-      let type = types.get(field);
-      if (type === undefined) {
-        const info = registry.byField.get(field);
-        if (info?.exists) type = info.type;
-        else {
-          type = declared.get(field) ?? columnTypeFor(kind);
-          added.add(field);
-        }
-        types.set(field, type);
-      }
-      const f = fitOf(type, kind);
-      if (f === 'widen') types.set(field, 'numeric');
-      else if (type === 'date' && typeof value === 'string' && !isColumnDate(value)) {
-        throw new DataError(
-          'FIELD_TYPE_MISMATCH',
-          `field ${JSON.stringify(field)} holds ${JSON.stringify(oneLine(value, 40))} in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is date: the API documents dates as YYYY-MM-DD`,
-        );
-      } else if (f === 'mismatch') {
-        throw new DataError(
-          'FIELD_TYPE_MISMATCH',
-          `field ${JSON.stringify(field)} holds a ${kind} value in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
-        );
-      }
+      const bit = KIND_BITS[kindOf(value)];
+      const seen = kinds.get(field);
+      if (seen === undefined) kinds.set(field, bit);
+      else if ((seen & bit) === 0) kinds.set(field, seen | bit);
     }
   }
+  const types = new Map<string, ColumnType>();
   const changes: ColumnChange[] = [];
-  for (const [field, type] of types) {
-    if (type === 'other') continue;
-    if (added.has(field)) changes.push({ field, action: 'add', type });
-    else if (type === 'numeric' && registry.byField.get(field)?.type === 'bigint') {
-      changes.push({ field, action: 'widen', type });
+  for (const [field, mask] of kinds) {
+    const info = registry.byField.get(field);
+    const existing = info?.exists === true;
+    let type: ColumnType = existing ? info.type : (declared.get(field) ?? joinedType(mask));
+    let widen = false;
+    for (const kind of KINDS) {
+      if ((mask & KIND_BITS[kind]) === 0) continue;
+      const fit = fitOf(type, kind);
+      if (fit === 'mismatch') throw mismatch(posts, field, type, place);
+      if (fit === 'widen') widen = true;
     }
+    if (widen) type = 'numeric';
+    if (type === 'date') checkDates(posts, field, place);
+    types.set(field, type);
+    if (type === 'other') continue;
+    if (!existing) changes.push({ field, action: 'add', type });
+    else if (type === 'numeric' && info.type === 'bigint') changes.push({ field, action: 'widen', type });
   }
   return { fields: types, changes };
 }
 
+const KINDS: readonly ValueKind[] = ['int64', 'bignum', 'decimal', 'string', 'boolean', 'json'];
+const KIND_BITS: Readonly<Record<ValueKind, number>> = {
+  int64: 1,
+  bignum: 2,
+  decimal: 4,
+  string: 8,
+  boolean: 16,
+  json: 32,
+};
+const NUMBERS = KIND_BITS.int64 | KIND_BITS.bignum | KIND_BITS.decimal;
+
+/** The type of a new column for values of these kinds, whatever their order; booleans mixed with others fail. */
+function joinedType(mask: number): Exclude<ColumnType, 'other'> {
+  const single = KINDS.find((kind) => KIND_BITS[kind] === mask);
+  if (single !== undefined) return columnTypeFor(single);
+  if ((mask & KIND_BITS.json) !== 0) return 'jsonb';
+  if ((mask & ~NUMBERS) === 0) return 'numeric';
+  // Strings with numbers: text takes the numbers as their digits. Booleans with either: text, which refuses them.
+  return 'text';
+}
+
+/** The error for the first post whose value of `field` a column of `type` cannot take. */
+function mismatch(
+  posts: readonly MappedPost[],
+  field: string,
+  type: ColumnType,
+  place: PagePlace,
+): DataError {
+  for (let i = 0; i < posts.length; i++) {
+    const value = posts[i]!.fields[field];
+    if (value === null || value === undefined) continue;
+    const kind = kindOf(value);
+    if (fitOf(type, kind) !== 'mismatch') continue;
+    return new DataError(
+      'FIELD_TYPE_MISMATCH',
+      `field ${JSON.stringify(field)} holds a ${kind} value in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
+    );
+  }
+  throw new Error(`no value of ${field} mismatches ${type}`);
+}
+
+function checkDates(posts: readonly MappedPost[], field: string, place: PagePlace): void {
+  for (let i = 0; i < posts.length; i++) {
+    const value = posts[i]!.fields[field];
+    if (typeof value === 'string' && !isColumnDate(value)) {
+      throw new DataError(
+        'FIELD_TYPE_MISMATCH',
+        `field ${JSON.stringify(field)} holds ${JSON.stringify(oneLine(value, 40))} in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is date: the API documents dates as YYYY-MM-DD`,
+      );
+    }
+  }
+}
+
 /**
- * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry,
+ * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry
+ * (`owned`: the names no renamed field may take besides the registered fields: documented fields, the page's),
  * logs the changes once committed (the columns added as one line: a first page adds dozens), and returns the
  * fresh registry.
  */
@@ -147,7 +203,12 @@ export async function evolvePosts(
   logger: Logger,
   changes: readonly ColumnChange[],
   signal?: AbortSignal,
+  owned: Iterable<string> = [],
 ): Promise<Registry> {
+  // Plain names first: a field whose name is a column name takes it before any renamed field is named.
+  const ordered = [...changes].sort(
+    (a, b) => Number(!isPlainColumnName(a.field)) - Number(!isPlainColumnName(b.field)),
+  );
   for (let attempt = 1; ; attempt++) {
     const added: { field: string; column: string; type: ColumnType }[] = [];
     const widened: { field: string; column: string; partitions: number; copyMs: number; swapMs: number }[] =
@@ -158,10 +219,11 @@ export async function evolvePosts(
         await lockForTransaction(client, ddlLockKey(target.schema));
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);
-        for (const change of changes) {
+        const reserved = new Set([...owned, ...registry.byField.keys()]);
+        for (const change of ordered) {
           const info = registry.byField.get(change.field);
           if (change.action === 'add' && !info?.exists) {
-            const column = info?.column ?? chooseColumnName(change.field, taken);
+            const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
             taken.add(column);
             await client.query(queries.addColumn(target.schema, 'posts', column, change.type));
             if (!info) await client.query(queries.registerField(target.schema), [change.field, column]);
@@ -191,6 +253,16 @@ export async function evolvePosts(
     if (added.length > 0)
       logger.info({ count: added.length, columns: added }, 'new fields: columns added to posts');
     for (const w of widened) logger.info(w, 'column widened from bigint to numeric');
+    for (const a of added) {
+      // A renamed field named before this field first came (by an older version, or in a page without this field
+      // when the name is not documented) keeps the name: the mapping of a schema does not change under it.
+      if (isPlainColumnName(a.field) && a.column !== a.field) {
+        logger.warn(
+          { field: a.field, column: a.column },
+          `the column named like field ${JSON.stringify(a.field)} holds another field: see field_columns`,
+        );
+      }
+    }
     return fresh;
   }
 }

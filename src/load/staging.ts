@@ -56,6 +56,7 @@ export interface PreparedPage {
   readonly posts: string;
   readonly segments: string;
   readonly nulReplaced: number;
+  readonly surrogatesReplaced: number;
   /** The columns of posts the page was planned against: the next page of the attempt starts from them. */
   readonly registry: Registry;
 }
@@ -143,7 +144,7 @@ export async function preparePage(
     signal?.throwIfAborted();
     const { fields, registry } = await evolveFor(context, window, page, known, signal);
     const columns = pageColumns(fields, registry);
-    const stats: EncodeStats = { nulReplaced: 0 };
+    const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
     const text = encodePage(page.posts, page.index, columns, stats);
     return {
       window: { start: window.start, end: window.end },
@@ -156,6 +157,7 @@ export async function preparePage(
       posts: text.posts,
       segments: text.segmentRows > 0 ? text.segments : '',
       nulReplaced: stats.nulReplaced,
+      surrogatesReplaced: stats.surrogatesReplaced,
       registry,
     };
   } catch (error) {
@@ -199,7 +201,10 @@ async function evolveFor(
       );
     }
     signal?.throwIfAborted();
-    registry = await evolvePosts(pool, target, logger, plan.changes, signal);
+    registry = await evolvePosts(pool, target, logger, plan.changes, signal, [
+      ...declared.keys(),
+      ...plan.fields.keys(),
+    ]);
     plan = planPage(page.posts, registry, place, declared);
   }
   return { fields: plan.fields, registry };
@@ -228,6 +233,12 @@ export async function writePage(
     }
     if (prepared.nulReplaced > 0) {
       context.logger.warn({ ...place, count: prepared.nulReplaced }, 'NUL characters replaced by U+FFFD');
+    }
+    if (prepared.surrogatesReplaced > 0) {
+      context.logger.warn(
+        { ...place, count: prepared.surrogatesReplaced },
+        'lone surrogates replaced by U+FFFD',
+      );
     }
     context.logger.debug({ ...place, posts: prepared.rows }, 'page staged');
   } catch (error) {

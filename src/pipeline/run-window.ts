@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
+import { ApiError, ConfigError, DataError, EtlError, oneLine, StoreError } from '../errors.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
@@ -130,8 +130,11 @@ export class RunWindow {
       const pages = readPages(api, report.id, { first, signal: watchdog.signal });
       return await this.#stagePages(window, report.id, pages, watchdog, log);
     } catch (error) {
-      if (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) {
-        // A report that is gone or failed is never polled again: the next attempt creates a new one.
+      if (
+        (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) ||
+        (error instanceof DataError && error.code === 'PAGE_MALFORMED')
+      ) {
+        // A report that is gone, failed or malformed is never resumed: the next attempt creates a new one.
         await recordReport(pool, this.#schema, window, null);
       }
       throw watchdog.reason(error);

@@ -120,13 +120,21 @@ export function createOrganization(
  * The body of GET /reports/posts/dimensions. Whether ad_formats and content_types belong there is not shown
  * in the spec; they are served as extra fields, which a connector must tolerate and must not depend on.
  */
-export function dimensionsBody(organization: Organization): string {
-  return JSON.stringify({
+export function dimensionsBody(
+  organization: Organization,
+  leftOut: Readonly<Record<string, 'absent' | 'null'>> = {},
+): string {
+  const body: Record<string, unknown> = {
     brands: organization.brands.map((brand) => brand.name),
     markets: organization.markets,
     channels: organization.channels.map((channel) => channel.name),
     ad_formats: organization.adFormats,
     content_types: organization.contentTypes,
     custom_segments: organization.segmentDimensions,
-  });
+  };
+  for (const [name, how] of Object.entries(leftOut)) {
+    if (how === 'null') body[name] = null;
+    else delete body[name];
+  }
+  return JSON.stringify(body);
 }

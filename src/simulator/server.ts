@@ -74,6 +74,11 @@ export interface SimulatorOptions {
   faults?: Partial<Faults>;
   /** None by default: fields that only the posts of some dates carry (see ExtraFields). */
   extraFields?: ExtraFields;
+  /**
+   * None by default: lists of the dimensions response (`brands`, `markets`, `custom_segments`, …) left out
+   * ('absent') or sent as null, as a service that sends less than the spec shows.
+   */
+  dimensionsLeftOut?: Readonly<Record<string, 'absent' | 'null'>>;
 }
 
 export interface RunningSimulator {
@@ -253,7 +258,7 @@ class Simulator {
     this.#generationDelayMs = options.generationDelayMs ?? 0;
     this.#reportReuseMs = options.reportReuseMs ?? THREE_HOURS_MS;
     this.#pageSize = options.pageSize ?? MAX_PAGE_SIZE;
-    this.#dimensionsBody = dimensionsBody(this.#organization);
+    this.#dimensionsBody = dimensionsBody(this.#organization, options.dimensionsLeftOut);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
   }
 

@@ -1,8 +1,8 @@
 import type { RunningSimulator } from '../../src/simulator/server.js';
 
-/** The CLI's environment for a run against the simulator: fast polling and retries, JSON logs. */
+/** The CLI's environment for a run against the simulator (or a page server): fast polling and retries, JSON logs. */
 export function cliEnv(
-  sim: RunningSimulator,
+  sim: Pick<RunningSimulator, 'baseUrl' | 'token'>,
   databaseUrl: string,
   extra: Record<string, string> = {},
 ): Record<string, string> {

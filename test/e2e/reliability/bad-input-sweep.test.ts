@@ -229,7 +229,7 @@ const pageCases: readonly PageCase[] = [
   {
     kind: 'record-without-id',
     code: 'RECORD_INVALID',
-    says: new RegExp(`: record 1 of page 1 of window ${W_PATTERN}: post id missing is missing$`),
+    says: new RegExp(`: record 1 of page 1 of window ${W_PATTERN}: post id is missing$`),
     attempts: ATTEMPTS,
   },
   {

@@ -68,17 +68,18 @@ describe('window-atomic loads', () => {
     const w = { start: '2026-01-15', end: '2026-01-21' };
     await load(loader, w, 'p1', [windowPosts([7, 8], 'p')]);
     await load(loader, w, 'p2', [windowPosts([9], 'p')]);
-    const tables = await db.pool.query<{ name: string; parent: string | null; pkey: boolean }>(
+    // posts by their primary key, segments by a unique index on the digests of name and value (migration 007).
+    const tables = await db.pool.query<{ name: string; parent: string | null; keyed: boolean }>(
       `SELECT c.relname AS name, p.relname AS parent,
-              EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisprimary) AS pkey
+              EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisunique) AS keyed
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          LEFT JOIN pg_inherits i ON i.inhrelid = c.oid LEFT JOIN pg_class p ON p.oid = i.inhparent
         WHERE n.nspname = 'post_reports' AND c.relkind = 'r' AND (c.relname ~ '_y2026$' OR c.relname ~ '^stage_[0-9]')
         ORDER BY 1`,
     );
     expect(tables.rows).toEqual([
-      { name: 'post_custom_segments_y2026', parent: 'post_custom_segments', pkey: true },
-      { name: 'posts_y2026', parent: 'posts', pkey: true },
+      { name: 'post_custom_segments_y2026', parent: 'post_custom_segments', keyed: true },
+      { name: 'posts_y2026', parent: 'posts', keyed: true },
     ]);
     const rows = await db.pool.query<{ id: string; report: string }>(
       `SELECT platform_post_id::text AS id, _report_id AS report FROM post_reports.posts WHERE _window_start = $1`,

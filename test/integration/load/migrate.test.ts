@@ -15,6 +15,7 @@ const ALL = [
   '003_window_attempts.sql',
   '004_field_selection.sql',
   '005_period_partitions.sql',
+  '007_segment_value_hash_key.sql',
 ];
 
 describe('migrate', () => {

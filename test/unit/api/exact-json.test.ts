@@ -177,3 +177,20 @@ describe('stringifyExactJson', () => {
     for (const value of values) expect(stringifyExactJson(value)).toBe(lossless(value));
   });
 });
+
+describe('repeated keys and deep nesting', () => {
+  it('refuses a key repeated with another value the same way on both parsers, naming where', () => {
+    for (const escaped of ['', ',"\\u0061":0']) {
+      expect(() => parseExactJson(`{"data":[{"k":1${escaped}},{"id":1,"id":2}]}`)).toThrow(
+        /^data\[1\] repeats the key "id" with another value/,
+      );
+      expect(parseExactJson(`{"data":[{"k":1.5${escaped},"k":1.5}]}`)).toEqual({
+        data: [{ k: new ExactNumber('1.5'), ...(escaped === '' ? {} : { a: 0 }) }],
+      });
+    }
+  });
+
+  it('refuses nesting deeper than its stack with a clear message', () => {
+    expect(() => parseExactJson(`${'['.repeat(100_000)}${']'.repeat(100_000)}`)).toThrow(/nests too deep/);
+  });
+});

@@ -184,7 +184,7 @@ describe('mapRecords (properties)', () => {
           expect((error as DataError).code).toBe('RECORD_INVALID');
           expect((error as DataError).message).toMatch(
             new RegExp(
-              `^record ${position + 1} of page ${context.page} of window 2026-03-02\\.\\.2026-03-08: post id .* is (missing|not an integer)$`,
+              `^record ${position + 1} of page ${context.page} of window 2026-03-02\\.\\.2026-03-08: post id (.* )?is (missing|null|not an integer)$`,
             ),
           );
         },

@@ -64,8 +64,8 @@ describe('mapRecords', () => {
   });
 
   it.each([
-    ['{"name":"no id"}', 'post id missing is missing'],
-    ['{"platform_post_id":null}', 'post id null is missing'],
+    ['{"name":"no id"}', 'post id is missing'],
+    ['{"platform_post_id":null}', 'post id is null'],
     ['{"platform_post_id":12.5}', 'post id 12.5 is not an integer'],
     ['{"platform_post_id":1e3}', 'post id 1e3 is not an integer'],
     ['{"platform_post_id":"12a"}', 'post id "12a" is not an integer'],

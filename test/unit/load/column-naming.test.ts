@@ -41,3 +41,12 @@ describe('column naming', () => {
     );
   });
 });
+
+describe('names other fields own', () => {
+  it('gives a plain name its own column and a renamed field a name no plain field owns', () => {
+    expect(chooseColumnName('total_spend', new Set())).toBe('total_spend');
+    expect(chooseColumnName('Total_Spend', new Set(), new Set(['total_spend']))).toBe('total_spend_2');
+    expect(chooseColumnName('xmin', new Set())).toBe('xmin_2');
+    expect(chooseColumnName('TableOID', new Set())).toBe('tableoid_2');
+  });
+});

@@ -23,7 +23,7 @@ function post(
 
 describe('COPY encoding', () => {
   it('escapes tab, newline, carriage return and backslash; replaces and counts NUL', () => {
-    const stats = { nulReplaced: 0 };
+    const stats = { nulReplaced: 0, surrogatesReplaced: 0 };
     expect(escapeCopyText('a\tb\nc\rd\\e', stats)).toBe('a\\tb\\nc\\rd\\\\e');
     expect(escapeCopyText('x\0y\0', stats)).toBe('x\uFFFDy\uFFFD');
     expect(stats.nulReplaced).toBe(2);
@@ -34,7 +34,7 @@ describe('COPY encoding', () => {
       fc.property(
         fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0')),
         (text) => {
-          const out = escapeCopyText(text, { nulReplaced: 0 });
+          const out = escapeCopyText(text, { nulReplaced: 0, surrogatesReplaced: 0 });
           expect(out).not.toMatch(/[\t\n\r]/);
           expect(readCopyText(out)).toBe(text);
         },
@@ -43,7 +43,7 @@ describe('COPY encoding', () => {
   });
 
   it('writes values by column type, exactly', () => {
-    const stats = { nulReplaced: 0 };
+    const stats = { nulReplaced: 0, surrogatesReplaced: 0 };
     expect(encodeValue(null, 'text', stats)).toBe('\\N');
     expect(encodeValue(new ExactNumber('9223372036854775807'), 'bigint', stats)).toBe('9223372036854775807');
     expect(encodeValue(new ExactNumber('0.10000000000000000000001'), 'numeric', stats)).toBe(
@@ -63,13 +63,15 @@ describe('COPY encoding', () => {
       [post('1', { a: 'x' }, [{ name: 'Region', value: 'N\tS' }]), post('2', {})],
       3,
       [{ field: 'a', column: 'a', type: 'text' }],
-      { nulReplaced: 0 },
+      { nulReplaced: 0, surrogatesReplaced: 0 },
     );
     expect(page.posts).toBe(`${3 * 2 ** 20}\t1\tx\n${3 * 2 ** 20 + 1}\t2\t\\N\n`);
     expect(page.segments).toBe(`${3 * 2 ** 20}\t1\tRegion\tN\\tS\n`);
   });
 
   it('refuses a post id that is not digits (it is written unescaped)', () => {
-    expect(() => encodePage([post('1\t2')], 0, [], { nulReplaced: 0 })).toThrow(/not a 64-bit integer/);
+    expect(() => encodePage([post('1\t2')], 0, [], { nulReplaced: 0, surrogatesReplaced: 0 })).toThrow(
+      /not a 64-bit integer/,
+    );
   });
 });
