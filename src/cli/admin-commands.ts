@@ -5,6 +5,7 @@ import { fetchDimensions } from '../extract/dimensions.js';
 import { asStoreError, createPool } from '../load/database.js';
 import { acquireRunLock } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
+import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
 import { backfillRange } from '../pipeline/backfill.js';
 import { planRun } from '../pipeline/plan.js';
@@ -111,7 +112,8 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
       throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
     }
     const resolve = args.sync
-      ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), false)
+      ? (history: LoadedHistory) =>
+          syncRange(config.run, history, todayUtc(startClock(config.run.clockStart).now()), false)
       : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
     const pool = createPool(config.db, logger, { max: 1 });
     try {

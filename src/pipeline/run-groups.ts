@@ -22,8 +22,11 @@ interface GroupOptions {
   readonly commit: CommitGroup;
 }
 
-/** How one group ended: counted, or its claim lost before the commit (it waits its turn again). */
-type GroupEnd = { readonly failures: WindowFailure[]; readonly interrupted: number } | 'lost';
+/**
+ * How one group ended: counted, its claim lost before the commit (it waits its turn again), or loaded by the
+ * process that took it meanwhile.
+ */
+type GroupEnd = { readonly failures: WindowFailure[]; readonly interrupted: number } | 'lost' | 'done';
 
 /**
  * Stages the windows of every group, `concurrency` at a time, and commits each group whole. A failing window
@@ -44,6 +47,10 @@ export async function loadGroups(
   const settle = (group: WindowGroup, end: GroupEnd): void => {
     if (end === 'lost') {
       deferred.push(group);
+      return;
+    }
+    if (end === 'done') {
+      byOthers += group.length;
       return;
     }
     failures.push(...end.failures);
@@ -139,8 +146,11 @@ async function commitGroup(
     return { failures, interrupted: 0 };
   }
   try {
-    // The claims connection may have died meanwhile, and another process taken the group: it is theirs now.
-    if (!(await options.claims.holds(group))) {
+    // The claims connection may have died meanwhile, and another process taken the group: it is theirs now. One
+    // that loaded it meanwhile owns its state: nothing of it is touched.
+    const held = await options.claims.holds(group);
+    if (held === 'done') return 'done';
+    if (held === 'taken') {
       for (const w of group) await runWindow.markInterrupted(w, new Error('claim lost before the commit'));
       return 'lost';
     }

@@ -4,7 +4,16 @@ import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import type { Registry } from '../load/schema-evolution.js';
-import { endAttempt, readWindow, recordReport, startAttempt } from '../load/window-state.js';
+import {
+  endAttempt,
+  type KnownReport,
+  newerLoads,
+  readWindow,
+  receiveReport,
+  recordReport,
+  recordReportOutcome,
+  startAttempt,
+} from '../load/window-state.js';
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -102,28 +111,58 @@ export class RunWindow {
   }
 
   async #attempt(window: Window, windowSignal: AbortSignal, log: Logger): Promise<Staged> {
-    const { api, pool, loader, filters, config } = this.#run;
+    const { api, pool, loader, filters, config, clock } = this.#run;
     const previous = await readWindow(pool, this.#schema, window);
     await startAttempt(pool, this.#schema, window, filters);
     const watchdog = new Watchdog(config.run.stallTimeoutMs, windowSignal);
+    // The report being polled or read, whose failure or disappearance is recorded.
+    let current: string | null = null;
     try {
-      // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume.
-      // A new load or reload always asks the API for a report: an earlier one may hold figures since restated.
-      const inProgress = previous?.attemptReportId ?? null;
-      const resumed = inProgress === null ? null : await this.#resume(window, inProgress, watchdog, log);
-      if (resumed !== null) return resumed;
+      // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume,
+      // and only while no rows loaded for its dates since are newer. A new load or reload always asks the API for
+      // a report: an earlier one may hold figures since restated.
+      let inProgress = previous?.attemptReportId ?? null;
+      if (inProgress !== null) {
+        const newer = await newerLoads(pool, this.#schema, window, previous?.attemptReportMadeAt ?? null);
+        if (newer.length > 0) {
+          log.info(
+            { reportId: inProgress, newer: newer.map(windowLabel) },
+            'the report in progress is older than rows loaded since for its dates; asking for a new one',
+          );
+          await recordReport(pool, this.#schema, window, null);
+          inProgress = null;
+        }
+      }
+      current = inProgress;
+      if (inProgress !== null) return await this.#resume(window, inProgress, watchdog, log);
       watchdog.waitingFor('the report to be created');
-      const report = await createReport(api, window, filters, watchdog.signal);
+      const created = await createReport(api, window, filters, watchdog.signal);
       this.#run.counters.reportCreated();
-      await recordReport(pool, this.#schema, window, report.id);
-      log.info({ reportId: report.id }, 'report created');
-      const first = await this.#waitFor(report.id, watchdog);
-      await loader.openWindow(window, report.id, watchdog.signal);
-      const pages = readPages(api, report.id, { first, signal: watchdog.signal });
-      return await this.#stagePages(window, report.id, pages, watchdog, log);
+      const report = await receiveReport(
+        pool,
+        this.#schema,
+        window,
+        created.id,
+        clock.now(),
+        config.api.reportReuseMs,
+      );
+      await this.#checkUsable(window, report);
+      current = report.reportId;
+      await recordReport(pool, this.#schema, window, report);
+      log.info({ reportId: report.reportId, madeAt: report.madeAt, reused: !report.first }, 'report created');
+      const first = await this.#waitFor(report.reportId, watchdog);
+      await loader.openWindow(window, report.reportId, watchdog.signal);
+      const pages = readPages(api, report.reportId, { first, signal: watchdog.signal });
+      return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
       if (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) {
-        // A report that is gone or failed is never polled again: the next attempt creates a new one.
+        // A report that is gone or failed is never polled again: the next attempt creates a new one, and should
+        // the API hand this one back, it is recognised. A page token that expired (410) leaves the report as it
+        // is: handed back, it is read again.
+        if (current !== null && (error.code === 'REPORT_FAILED' || error.status === 404)) {
+          const outcome = error.code === 'REPORT_GONE' ? 'gone' : 'failed';
+          await recordReportOutcome(pool, this.#schema, window, current, outcome);
+        }
         await recordReport(pool, this.#schema, window, null);
       }
       throw watchdog.reason(error);
@@ -132,8 +171,36 @@ export class RunWindow {
     }
   }
 
-  /** Continues the attempt in progress with its report; null when that report is gone (create another). */
-  async #resume(window: Window, reportId: string, watchdog: Watchdog, log: Logger): Promise<Staged | null> {
+  /**
+   * Refuses a report the API handed back that cannot serve: one the window saw fail or vanish, or one older than
+   * rows loaded for its dates since. The API hands it back until its reuse period ends: the window fails now,
+   * and a run after that gets a new report.
+   */
+  async #checkUsable(window: Window, report: KnownReport): Promise<void> {
+    const until = new Date(report.receivedAt.getTime() + this.#run.config.api.reportReuseMs);
+    const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+    if (report.outcome === 'failed' || report.outcome === 'gone') {
+      throw new ApiError(
+        report.outcome === 'failed' ? 'REPORT_FAILED' : 'REPORT_GONE',
+        `the API returns the same ${report.outcome === 'failed' ? 'failed' : 'vanished'} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`,
+        { final: true },
+      );
+    }
+    const newer = await newerLoads(this.#run.pool, this.#schema, window, report.madeAt);
+    if (newer.length > 0) {
+      throw new ApiError(
+        'REPORT_STALE',
+        `the API returns report ${report.reportId}, older than the rows loaded for ${newer.map(windowLabel).join(', ')}, until about ${when}: a run after that asks for a new one`,
+        { final: true },
+      );
+    }
+  }
+
+  /**
+   * Continues the attempt in progress with its report. One that is gone fails the attempt: the API hands it back
+   * to an identical request within its reuse period, so the next attempt, after the retry's wait, asks again.
+   */
+  async #resume(window: Window, reportId: string, watchdog: Watchdog, log: Logger): Promise<Staged> {
     const { api, loader } = this.#run;
     const signal = watchdog.signal;
     const progress = await loader.openWindow(window, reportId, signal);
@@ -148,15 +215,9 @@ export class RunWindow {
       });
       return await this.#stagePages(window, reportId, rest, watchdog, log);
     }
-    try {
-      const first = await this.#waitFor(reportId, watchdog);
-      const pages = readPages(api, reportId, { first, signal });
-      return await this.#stagePages(window, reportId, pages, watchdog, log);
-    } catch (error) {
-      if (!(error instanceof ApiError && error.code === 'REPORT_GONE')) throw error;
-      log.info({ reportId }, 'the earlier report is gone; creating another');
-      return null;
-    }
+    const first = await this.#waitFor(reportId, watchdog);
+    const pages = readPages(api, reportId, { first, signal });
+    return await this.#stagePages(window, reportId, pages, watchdog, log);
   }
 
   #waitFor(reportId: string, watchdog: Watchdog): Promise<ReportPage> {
@@ -231,6 +292,8 @@ export function windowFailure(window: Window, error: unknown): WindowFailure {
 
 function retryable(error: unknown): boolean {
   if (error instanceof ConfigError) return false;
+  // The API hands the same report back until its reuse period ends: asking again within the run gets it again.
+  if (error instanceof ApiError && error.final) return false;
   if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
   if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
   if (error instanceof ApiError && (error.status === 400 || error.status === 401 || error.status === 403))

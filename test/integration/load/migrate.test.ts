@@ -15,6 +15,7 @@ const ALL = [
   '003_window_attempts.sql',
   '004_field_selection.sql',
   '005_period_partitions.sql',
+  '006_report_age.sql',
 ];
 
 describe('migrate', () => {
@@ -35,6 +36,7 @@ describe('migrate', () => {
       'schema_migrations',
       'stage_progress',
       'sync_state',
+      'window_reports',
     ]);
   });
 
