@@ -444,14 +444,15 @@ export interface LoadedReport {
   readonly reportId: string;
   readonly pages: number;
   readonly rows: number;
-  /** The run's today, for a report of unknown age (null: the current UTC date). */
+  /** The run's today (null: the current UTC date): no report makes it or a later day complete. */
   readonly today: string | null;
 }
 
 /**
  * Ends the attempt as loaded, with its report's age. The rows are final up to the window's end, or up to the day
  * before the report was made for a window that reaches that day (an open window): a day is complete only in a
- * report made after it ended. A report of unknown age (staged before ages were recorded) counts as made today.
+ * report made after it ended, and never before the run's today (a report of unknown age, staged before ages were
+ * recorded, counts as made today).
  */
 export async function markLoaded(
   db: Queryable,
@@ -471,8 +472,8 @@ export async function markLoaded(
         report_made_at)
      SELECT $1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
             $3, 'loaded', $4, $5,
-            LEAST($2::date, COALESCE((made.made_at AT TIME ZONE 'UTC')::date, $6::date,
-                                     (now() AT TIME ZONE 'UTC')::date) - 1),
+            LEAST($2::date, (made.made_at AT TIME ZONE 'UTC')::date - 1,
+                  COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1),
             now(), made.made_at
        FROM (SELECT 1) AS one LEFT JOIN made ON true
      ON CONFLICT (window_start, window_end) DO UPDATE
