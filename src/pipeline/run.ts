@@ -24,7 +24,7 @@ import { type LoadOutcome, loadGroups } from './run-groups.js';
 import type { RunRequest } from './run-request.js';
 import { RunStop } from './run-stop.js';
 import type { RunStatus, RunSummary, WindowFailure } from './run-summary.js';
-import { RunWindow } from './run-window.js';
+import { WindowStager } from './window-stager.js';
 
 /**
  * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
@@ -122,7 +122,7 @@ async function loadRun(
   try {
     await claims.start();
     await lock.share();
-    const outcome = await loadGroups(new RunWindow(run), prepared.groups, {
+    const outcome = await loadGroups(new WindowStager(run), prepared.groups, {
       concurrency: config.run.concurrency,
       signal,
       claims,

@@ -4,16 +4,7 @@ import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import type { Registry } from '../load/schema-evolution.js';
-import {
-  endAttempt,
-  type KnownReport,
-  newerLoads,
-  readWindow,
-  receiveReport,
-  recordReport,
-  recordReportOutcome,
-  startAttempt,
-} from '../load/window-state.js';
+import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -29,18 +20,21 @@ interface Staged {
 }
 
 /**
- * One window's way from the run to its stage: its attempts, each creating (or resuming) a report and streaming its
- * pages into the stage. The commit of its group is the run's (run-groups.ts).
+ * Stages the run's windows: each window's attempts (WindowAttempt), each creating (or resuming) a report and
+ * streaming its pages into the stage. The commit of its group is the run's (run-groups.ts).
  */
-export class RunWindow {
+export class WindowStager {
   readonly #run: ActiveRun;
+  readonly #attempts: AttemptContext;
 
   constructor(run: ActiveRun) {
     this.#run = run;
-  }
-
-  get #schema(): string {
-    return this.#run.config.db.schema;
+    this.#attempts = {
+      pool: run.pool,
+      schema: run.config.db.schema,
+      clock: run.clock,
+      reportReuseMs: run.config.api.reportReuseMs,
+    };
   }
 
   /** Stages the window, retrying failed attempts; throws the last attempt's error. */
@@ -81,7 +75,7 @@ export class RunWindow {
   async markInterrupted(window: Window, reason: unknown): Promise<void> {
     const message = reason instanceof Error ? reason.message : 'interrupted';
     try {
-      await endAttempt(this.#run.pool, this.#schema, window, 'pending', oneLine(message));
+      await endWindowAttempt(this.#attempts, window, 'pending', oneLine(message));
     } catch (error) {
       this.#run.logger.error(
         { err: error, window: windowLabel(window) },
@@ -92,7 +86,7 @@ export class RunWindow {
 
   async markFailed(window: Window, message: string): Promise<void> {
     try {
-      await endAttempt(this.#run.pool, this.#schema, window, 'failed', message);
+      await endWindowAttempt(this.#attempts, window, 'failed', message);
     } catch (error) {
       this.#run.logger.error({ err: error, window: windowLabel(window) }, 'could not record the failure');
     }
@@ -111,88 +105,34 @@ export class RunWindow {
   }
 
   async #attempt(window: Window, windowSignal: AbortSignal, log: Logger): Promise<Staged> {
-    const { api, pool, loader, filters, config, clock } = this.#run;
-    const previous = await readWindow(pool, this.#schema, window);
-    await startAttempt(pool, this.#schema, window, filters);
+    const { api, loader, filters, config } = this.#run;
+    const attempt = await WindowAttempt.start(this.#attempts, window, filters);
     const watchdog = new Watchdog(config.run.stallTimeoutMs, windowSignal);
-    // The report being polled or read, whose failure or disappearance is recorded.
-    let current: string | null = null;
     try {
       // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume,
       // and only while no rows loaded for its dates since are newer. A new load or reload always asks the API for
       // a report: an earlier one may hold figures since restated.
-      let inProgress = previous?.attemptReportId ?? null;
-      if (inProgress !== null) {
-        const newer = await newerLoads(pool, this.#schema, window, previous?.attemptReportMadeAt ?? null);
-        if (newer.length > 0) {
-          log.info(
-            { reportId: inProgress, newer: newer.map(windowLabel) },
-            'the report in progress is older than rows loaded since for its dates; asking for a new one',
-          );
-          await recordReport(pool, this.#schema, window, null);
-          inProgress = null;
-        }
-      }
-      current = inProgress;
+      const inProgress = await attempt.resumable((newer, reportId) =>
+        log.info(
+          { reportId, newer: newer.map(windowLabel) },
+          'the report in progress is older than rows loaded since for its dates; asking for a new one',
+        ),
+      );
       if (inProgress !== null) return await this.#resume(window, inProgress, watchdog, log);
       watchdog.waitingFor('the report to be created');
       const created = await createReport(api, window, filters, watchdog.signal);
       this.#run.counters.reportCreated();
-      const report = await receiveReport(
-        pool,
-        this.#schema,
-        window,
-        created.id,
-        clock.now(),
-        config.api.reportReuseMs,
-      );
-      await this.#checkUsable(window, report);
-      current = report.reportId;
-      await recordReport(pool, this.#schema, window, report);
+      const report = await attempt.received(created.id);
       log.info({ reportId: report.reportId, madeAt: report.madeAt, reused: !report.first }, 'report created');
       const first = await this.#waitFor(report.reportId, watchdog);
       await loader.openWindow(window, report.reportId, watchdog.signal);
       const pages = readPages(api, report.reportId, { first, signal: watchdog.signal });
       return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
-      if (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) {
-        // A report that is gone or failed is never polled again: the next attempt creates a new one, and should
-        // the API hand this one back, it is recognised. A page token that expired (410) leaves the report as it
-        // is: handed back, it is read again.
-        if (current !== null && (error.code === 'REPORT_FAILED' || error.status === 404)) {
-          const outcome = error.code === 'REPORT_GONE' ? 'gone' : 'failed';
-          await recordReportOutcome(pool, this.#schema, window, current, outcome);
-        }
-        await recordReport(pool, this.#schema, window, null);
-      }
+      await attempt.reportEnded(error);
       throw watchdog.reason(error);
     } finally {
       watchdog.stop();
-    }
-  }
-
-  /**
-   * Refuses a report the API handed back that cannot serve: one the window saw fail or vanish, or one older than
-   * rows loaded for its dates since. The API hands it back until its reuse period ends: the window fails now,
-   * and a run after that gets a new report.
-   */
-  async #checkUsable(window: Window, report: KnownReport): Promise<void> {
-    const until = new Date(report.receivedAt.getTime() + this.#run.config.api.reportReuseMs);
-    const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-    if (report.outcome === 'failed' || report.outcome === 'gone') {
-      throw new ApiError(
-        report.outcome === 'failed' ? 'REPORT_FAILED' : 'REPORT_GONE',
-        `the API returns the same ${report.outcome === 'failed' ? 'failed' : 'vanished'} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`,
-        { final: true },
-      );
-    }
-    const newer = await newerLoads(this.#run.pool, this.#schema, window, report.madeAt);
-    if (newer.length > 0) {
-      throw new ApiError(
-        'REPORT_STALE',
-        `the API returns report ${report.reportId}, older than the rows loaded for ${newer.map(windowLabel).join(', ')}, until about ${when}: a run after that asks for a new one`,
-        { final: true },
-      );
     }
   }
 
