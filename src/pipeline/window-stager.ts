@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
+import { backoffMs, isRetryable } from '../api/retry-policy.js';
+import { EtlError, oneLine } from '../errors.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
@@ -12,6 +13,10 @@ import type { ActiveRun } from './run-context.js';
 import type { WindowFailure } from './run-summary.js';
 import { Watchdog } from './watchdog.js';
 import type { WindowGroup } from './windows.js';
+
+/** A window's retries wait 1 s, then twice as long each time, up to 30 s (with jitter). */
+const WINDOW_RETRY_FIRST_MS = 1000;
+const WINDOW_RETRY_MAX_MS = 30_000;
 
 /** What an attempt fetched and staged itself (pages staged by an earlier run it resumes are not counted). */
 interface Staged {
@@ -60,14 +65,16 @@ export class WindowStager {
           await this.markInterrupted(window, signal.reason);
           throw error;
         }
-        if (attempt >= config.run.windowAttempts || !retryable(error)) {
+        if (attempt >= config.run.windowAttempts || !isRetryable(error, 'window')) {
           log.error({ attempt, code: failure.code, err: error }, 'window failed');
           await this.markFailed(window, failure.message);
           onProgress?.({ type: 'window-failed', window, error: failure.message });
           throw error;
         }
         log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
-        await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
+        await sleep(backoffMs(attempt, WINDOW_RETRY_FIRST_MS, WINDOW_RETRY_MAX_MS), undefined, {
+          signal,
+        }).catch(() => {});
       }
     }
   }
@@ -228,15 +235,4 @@ export function windowFailure(window: Window, error: unknown): WindowFailure {
   const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
   const message = error instanceof Error ? oneLine(error.message) : oneLine(String(error));
   return { start: window.start, end: window.end, code, message };
-}
-
-function retryable(error: unknown): boolean {
-  if (error instanceof ConfigError) return false;
-  // The API hands the same report back until its reuse period ends: asking again within the run gets it again.
-  if (error instanceof ApiError && error.final) return false;
-  if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
-  if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
-  if (error instanceof ApiError && (error.status === 400 || error.status === 401 || error.status === 403))
-    return false;
-  return true;
 }
