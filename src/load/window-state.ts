@@ -5,11 +5,13 @@ import type { LoadedWindow, Window } from '../model/window.js';
 import { qualified } from './table-names.js';
 
 /**
- * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), and per window its reports,
- * attempts and outcome (report_windows). A window's data is loaded when its row has a row_count, from the report
- * `report_id`, final up to `loaded_through`; `status` tells how the latest attempt went, so a failed reload still
- * counts as loaded with its previous contents and load time. `attempt_report_id` is the report of the attempt in
- * progress, the only one a run resumes: a finished attempt, loaded or failed, has none.
+ * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), per window its reports,
+ * attempts and outcome (report_windows), and every report id a window received, with its age and what became of
+ * it (window_reports). A window's data is loaded when its row has a row_count, from the report `report_id` made
+ * no earlier than `report_made_at`, final up to `loaded_through`; `status` tells how the latest attempt went, so
+ * a failed reload still counts as loaded with its previous contents and load time. `attempt_report_id` is the
+ * report of the attempt in progress, the only one a run resumes: a finished attempt, loaded or failed, has none.
+ * This is storage: WindowAttempt (window-attempt.ts) owns an attempt's changes and the data-age rule.
  */
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
