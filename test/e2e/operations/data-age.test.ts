@@ -100,6 +100,21 @@ describe('the age of the data (the built CLI)', () => {
     expect(summaryOf(after).windows).toMatchObject({ planned: 0, skipped: 1 });
   });
 
+  it('a resume after midnight of a report asked for before it leaves the last day open', async () => {
+    const args = ['backfill', '--from', '2026-01-19', '--to', '2026-01-25'];
+    const killed = startCli(args, envAt('resumed', '2026-01-25T23:00:00Z', {}, slow));
+    await logged(killed, 'report created');
+    killed.child.kill('SIGKILL');
+    await killed.done;
+    slow.advanceTime(2 * HOUR);
+    const resumed = await runCli(args, envAt('resumed', '2026-01-26T01:00:00Z', {}, slow));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(summaryOf(resumed)).toMatchObject({ reportsCreated: 0, windows: { loaded: 1 } });
+    expect(await windowRows('resumed')).toEqual([
+      { start: '2026-01-19', end: '2026-01-25', through: '2026-01-24', status: 'loaded' },
+    ]);
+  });
+
   it('an older report never replaces rows loaded since from a newer one, whatever the windows', async () => {
     const week = ['backfill', '--from', '2026-02-02', '--to', '2026-02-08'];
     // The week's run is killed while its report generates.
