@@ -586,7 +586,7 @@ const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}
 function instant(name: SettingName, env: RawSettings, flags: Flags, problems: Problems): string | undefined {
   const text = raw(name, env, flags);
   if (text === undefined) return undefined;
-  if (!INSTANT.test(text) || Number.isNaN(Date.parse(text))) {
+  if (!INSTANT.test(text) || !isIsoDate(text.slice(0, 10)) || Number.isNaN(Date.parse(text))) {
     problems.add(
       `${where(name)} must be an instant like 2026-01-11T23:00:00Z (with its zone), got ${JSON.stringify(text)}`,
     );
