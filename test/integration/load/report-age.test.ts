@@ -107,4 +107,27 @@ describe('the age of a window report', () => {
     expect(await plain.claim([w])).toBe('done');
     await plain.close();
   });
+
+  it('a run whose claims session was lost finds the window loaded by the process that took it, and leaves it', async () => {
+    const w = { start: '2026-09-07', end: '2026-09-13' };
+    const freshness = { madeSince: new Date('2026-09-20T06:00:00Z'), reloads: () => true };
+    const lost = new WindowClaims(db.pool, schema, log.logger, freshness);
+    expect(await lost.claim([w])).toBe('claimed');
+    const { rows } = await db.pool.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [
+      lost.pid,
+    ]);
+    expect(rows[0]?.ok).toBe(true);
+    const other = new WindowClaims(db.pool, schema, log.logger, freshness);
+    // The other process claims the window once the lost session is gone, and loads it.
+    while ((await other.claim([w])) !== 'claimed') await new Promise((r) => setTimeout(r, 20));
+    await stageReport(w, 'by-the-other', '2026-09-20T10:00:00Z', [501]);
+    await loader.commitWindows([w]);
+    await other.close();
+    expect(await lost.holds([w])).toBe('done');
+    await lost.close();
+    expect(await readWindow(db.pool, schema, w)).toMatchObject({
+      status: 'loaded',
+      reportId: 'by-the-other',
+    });
+  });
 });
