@@ -33,6 +33,8 @@ export interface ApiConfig {
     readonly minDelayMs: number;
   };
   readonly poll: { readonly initialMs: number; readonly maxMs: number; readonly deadlineMs: number };
+  /** How long the API hands back the same report for an identical request: a report is at most this old. */
+  readonly reportReuseMs: number;
 }
 
 export interface DbConfig {
@@ -62,6 +64,8 @@ export interface RunConfig {
   readonly filters: Filters;
   /** The fields loaded (--fields / --exclude-fields; absent: all); the post id always is. */
   readonly fields?: FieldSelection;
+  /** The instant the connector's clock starts from (ISO 8601), for replays and tests; absent: the system clock. */
+  readonly clockStart?: string;
 }
 
 export interface LogConfig {
@@ -157,6 +161,11 @@ export const SETTINGS = {
     env: 'POST_REPORTS_POLL_DEADLINE_MS',
     default: '3600000',
     description: 'Give up on a report not DONE after this long',
+  },
+  reportReuseMs: {
+    env: 'POST_REPORTS_REPORT_REUSE_MS',
+    default: '10800000',
+    description: 'How long the API returns the same report for an identical request (its reuse period)',
   },
   databaseUrl: {
     env: 'DATABASE_URL',
@@ -275,6 +284,11 @@ export const SETTINGS = {
     flag: '--exclude-fields',
     placeholder: '<list>',
     description: 'Load every field but these, comma-separated: their values are written nowhere',
+  },
+  now: {
+    env: 'POST_REPORTS_NOW',
+    description:
+      "For replays and tests: the connector's clock starts at this instant (ISO 8601 with a zone, e.g. 2026-01-11T23:00:00Z)",
   },
   logLevel: {
     env: 'LOG_LEVEL',
@@ -629,6 +643,7 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
       maxMs: integer('pollMaxMs', env, flags, problems, 1, 3_600_000),
       deadlineMs: integer('pollDeadlineMs', env, flags, problems, 1, 7 * 86_400_000),
     },
+    reportReuseMs: integer('reportReuseMs', env, flags, problems, 0, 7 * 86_400_000),
   };
 }
 
@@ -671,6 +686,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
   const customSegments = segments(raw('segments', env, flags), problems);
   if (customSegments) filters.customSegments = customSegments;
   const fields = fieldSelection(env, flags, problems);
+  const clockStart = instant('now', env, flags, problems);
   return {
     windowDays: integer('windowDays', env, flags, problems, 1, 366),
     concurrency: integer('concurrency', env, flags, problems, 1, 64),
@@ -681,7 +697,22 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     heapGrowthPercent: integer('heapGrowthPercent', env, flags, problems, 0, 1000),
     filters,
     fields,
+    ...(clockStart === undefined ? {} : { clockStart }),
   };
+}
+
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+function instant(name: SettingName, env: RawSettings, flags: Flags, problems: Problems): string | undefined {
+  const text = raw(name, env, flags);
+  if (text === undefined) return undefined;
+  if (!INSTANT.test(text) || !isIsoDate(text.slice(0, 10)) || Number.isNaN(Date.parse(text))) {
+    problems.add(
+      `${where(name)} must be an instant like 2026-01-11T23:00:00Z (with its zone), got ${JSON.stringify(text)}`,
+    );
+    return undefined;
+  }
+  return new Date(text).toISOString();
 }
 
 function fieldSelection(env: RawSettings, flags: Flags, problems: Problems): FieldSelection {

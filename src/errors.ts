@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'REPORT_FAILED'
   | 'REPORT_DEADLINE'
   | 'REPORT_GONE'
+  /** The report is older than rows loaded for the same dates: it must not replace them. */
+  | 'REPORT_STALE'
   // the data the API sent
   | 'PAGE_MALFORMED'
   | 'RECORD_INVALID'
@@ -56,16 +58,19 @@ export class ApiError extends EtlError {
   readonly status: number | undefined;
   readonly endpoint: string | undefined;
   readonly body: string | undefined;
+  /** Asking again within the run gets the same answer (a report the API hands back until its reuse ends). */
+  readonly final: boolean;
 
   constructor(
     code: ErrorCode,
     message: string,
-    details: { status?: number; endpoint?: string; body?: string; cause?: unknown } = {},
+    details: { status?: number; endpoint?: string; body?: string; cause?: unknown; final?: boolean } = {},
   ) {
     super(code, message, { cause: details.cause });
     this.status = details.status;
     this.endpoint = details.endpoint;
     this.body = details.body;
+    this.final = details.final ?? false;
   }
 }
 

@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { retryAfterMs } from './retry-after.js';
-import { isRetryable } from './retry-policy.js';
+import { backoffMs, isRetryable } from './retry-policy.js';
 
 /** What a retry listener learns about each retry before it waits. */
 export interface RetryEvent {
@@ -47,7 +47,6 @@ interface RawResponse {
 
 const MAX_BODY_IN_MESSAGE = 300;
 const DEFAULT_MAX_RESPONSE_BYTES = Number(SETTINGS.maxResponseBytes.default);
-const BACKOFF_FACTOR = 2;
 const MAX_BACKOFF_MS = 60_000;
 
 /**
@@ -128,9 +127,7 @@ export class ApiClient {
 
   private delayFor(error: ApiError, attempt: number): number {
     if (error instanceof HttpError && error.retryAfterMs !== undefined) return error.retryAfterMs;
-    const base = this.#config.retry.minDelayMs * BACKOFF_FACTOR ** (attempt - 1);
-    // Full jitter between half and the whole delay keeps parallel windows from retrying in lockstep.
-    return Math.round(Math.min(MAX_BACKOFF_MS, base) * (0.5 + Math.random() / 2));
+    return backoffMs(attempt, this.#config.retry.minDelayMs, MAX_BACKOFF_MS);
   }
 
   private async attempt(

@@ -1,4 +1,9 @@
-import { ApiError } from '../errors.js';
+/*
+ * The connector's one retry policy: what may be tried again (isRetryable, for a request and for a window
+ * attempt), and how long to wait first: exponential backoff with jitter for requests and window attempts
+ * (backoffMs), a share of the time waited for report polls (pollDelayMs).
+ */
+import { ApiError, ConfigError, EtlError, StoreError } from '../errors.js';
 
 /** Statuses that say "try again later": request timeout, too many requests, and every server error. */
 function isTransientStatus(status: number): boolean {
@@ -6,10 +11,24 @@ function isTransientStatus(status: number): boolean {
 }
 
 /**
- * Whether a failed request may be sent again: network errors, timeouts, 408, 429 and 5xx. Everything else
- * (400, 401, 403, 404, 410, a redirect, an abort, invalid JSON) would fail the same way again.
+ * Whether what failed may be tried again.
+ *
+ * A request ('request'): network errors, timeouts, 408, 429 and 5xx. Everything else (400, 401, 403, 404, 410, a
+ * redirect, an abort, invalid JSON) would fail the same way again.
+ *
+ * A window attempt ('window'), after its requests' own retries: anything but what a new attempt would meet
+ * again: bad configuration, a schema that does not fit, a value its column cannot take, the API refusing the
+ * request or the token (400, 401, 403), and a report the API hands back until its reuse period ends (`final`).
  */
-export function isRetryable(error: unknown): boolean {
+export function isRetryable(error: unknown, scope: 'request' | 'window' = 'request'): boolean {
+  if (scope === 'window') {
+    if (error instanceof ConfigError) return false;
+    if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
+    if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
+    if (error instanceof ApiError && (error.final || [400, 401, 403].includes(error.status ?? 0)))
+      return false;
+    return true;
+  }
   if (!(error instanceof ApiError)) return false;
   switch (error.code) {
     case 'API_NETWORK_ERROR':
@@ -20,4 +39,29 @@ export function isRetryable(error: unknown): boolean {
     default:
       return false;
   }
+}
+
+/**
+ * The wait before retry `attempt` (1: the first): `firstMs` doubled at each retry up to `maxMs`, with full
+ * jitter between half and the whole, which keeps parallel windows from retrying in lockstep.
+ */
+export function backoffMs(attempt: number, firstMs: number, maxMs: number): number {
+  const base = Math.min(maxMs, firstMs * 2 ** (attempt - 1));
+  return Math.round(base * (0.5 + Math.random() / 2));
+}
+
+/**
+ * Each poll waits this share of the time waited so far (within the poll bounds): a report is then noticed at
+ * most about 10 % after it got DONE, whatever its generation time, with a number of polls that grows only with
+ * the logarithm of that time.
+ */
+const POLL_SHARE = 0.1;
+
+/** The wait before the next poll of a report, `elapsedMs` after the first; jitter spreads parallel windows. */
+export function pollDelayMs(
+  elapsedMs: number,
+  poll: { readonly initialMs: number; readonly maxMs: number },
+): number {
+  const interval = Math.min(poll.maxMs, Math.max(poll.initialMs, elapsedMs * POLL_SHARE));
+  return Math.round(interval * (0.8 + Math.random() * 0.4));
 }

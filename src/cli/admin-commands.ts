@@ -8,6 +8,7 @@ import { createPool } from '../load/database.js';
 import { acquireRunLock, type LockHolder } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
 import type { Logger } from '../logger.js';
+import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
 import { backfillRange } from '../pipeline/backfill.js';
 import { EXIT } from '../pipeline/exit-codes.js';
@@ -171,7 +172,8 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
       throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
     }
     const resolve = args.sync
-      ? (history: LoadedHistory) => syncRange(config.run, history, todayUtc(), args.reset)
+      ? (history: LoadedHistory) =>
+          syncRange(config.run, history, todayUtc(startClock(config.run.clockStart).now()), args.reset)
       : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
     const human = forPerson(io, args.json);
     await withDatabase(config, logger, 1, async (pool) => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
+import { pollDelayMs } from '../api/retry-policy.js';
 import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError } from '../errors.js';
 import { type Filters, filtersToRequest } from '../model/filters.js';
@@ -14,12 +15,6 @@ export interface CreatedReport {
 
 const REPORTS_PATH = 'reports/posts';
 const DONE = 'DONE';
-/**
- * Each poll waits this share of the time waited so far (within poll.initialMs..poll.maxMs): a report is then
- * noticed at most about 10 % after it got DONE, whatever its generation time, with a number of polls that
- * grows only with the logarithm of that time.
- */
-const POLL_SHARE = 0.1;
 
 /**
  * Statuses that mean the report will never be DONE. The service documents only IN_PROGRESS and DONE; these are
@@ -144,9 +139,8 @@ export async function waitForReport(
         `report ${reportId} was not DONE after ${seconds(elapsed)} (${polls} polls, deadline ${seconds(poll.deadlineMs)}, ${SETTINGS.pollDeadlineMs.env}); last status ${status}`,
       );
     }
-    // Jitter spreads the polls of parallel windows; the last wait ends at the deadline for a final poll.
-    const interval = Math.min(poll.maxMs, Math.max(poll.initialMs, elapsed * POLL_SHARE));
-    const wait = Math.min(remaining, Math.round(interval * (0.8 + Math.random() * 0.4)));
+    // The last wait ends at the deadline for a final poll.
+    const wait = Math.min(remaining, pollDelayMs(elapsed, poll));
     try {
       await sleep(wait, undefined, signal ? { signal } : undefined);
     } catch (error) {

@@ -44,7 +44,7 @@ export async function commitWindows(
       const stages = await completeStages(client, context.target.schema, sorted);
       // The segments are sorted by their key on the way in: in memory, not spilled to disk.
       await client.query(queries.commitSortMemory);
-      const replaced = await replaceOld(client, context, sorted);
+      const replaced = await replaceOld(client, context, sorted, stages);
       let total = 0;
       for (const [i, stage] of stages.entries()) {
         signal?.throwIfAborted();
@@ -114,11 +114,25 @@ async function replaceOld(
   client: pg.PoolClient,
   context: LoadContext,
   sorted: readonly Window[],
+  stages: readonly ProgressRow[],
 ): Promise<Window[]> {
   const { schema } = context.target;
   await lockForTransaction(client, commitLockKey(schema));
   // No column may be added to or retyped in posts between reading its columns and inserting the stages.
   await lockForTransaction(client, ddlLockKey(schema));
+  // Nothing older replaces anything newer, whatever the windows' extents: another process may have loaded
+  // newer rows for these dates while these were staged.
+  const newer = await client.query<{ start: string; end: string; report_id: string; newer: string }>(
+    queries.newerLoadedWindows(schema),
+    [sorted.map((w) => w.start), sorted.map((w) => w.end), stages.map((s) => s.report_id)],
+  );
+  const stale = newer.rows[0];
+  if (stale !== undefined) {
+    throw new StoreError(
+      'REPORT_STALE',
+      `report ${stale.report_id} of window ${windowLabel(stale)} is older than the rows loaded for ${stale.newer}: not committed; the next run asks for a new report`,
+    );
+  }
   const replaced = await client.query<{ start: string; end: string; covered: boolean }>(
     queries.replacedWindows(schema),
     [sorted.map((w) => w.start), sorted.map((w) => w.end)],

@@ -157,6 +157,22 @@ export function replacedWindows(schema: string): string {
            ORDER BY w.window_start`;
 }
 
+/**
+ * $1 starts, $2 ends, $3 report ids of the windows committed: each loaded window one of them overlaps whose
+ * report was made after that one's (a report of unknown age is older than any known).
+ */
+export function newerLoadedWindows(schema: string): string {
+  return `SELECT to_char(n.s, 'YYYY-MM-DD') AS start, to_char(n.e, 'YYYY-MM-DD') AS "end", n.r AS report_id,
+                 to_char(w.window_start, 'YYYY-MM-DD') || '..' || to_char(w.window_end, 'YYYY-MM-DD') AS newer
+            FROM unnest($1::date[], $2::date[], $3::text[]) AS n(s, e, r)
+            LEFT JOIN ${qualified(schema, 'window_reports')} k
+              ON k.window_start = n.s AND k.window_end = n.e AND k.report_id = n.r
+            JOIN ${qualified(schema, 'report_windows')} w
+              ON w.row_count IS NOT NULL AND w.window_start <= n.e AND w.window_end >= n.s
+             AND w.report_made_at > COALESCE(k.made_at, '-infinity')
+           ORDER BY n.s, w.window_start`;
+}
+
 /** $1 the organization, $2 window starts: the rows of those windows (a window's start names it). */
 export function deleteWindowRows(schema: string, table: string): string {
   return `DELETE FROM ${qualified(schema, table)} WHERE _org = $1 AND _window_start = ANY($2::date[])`;

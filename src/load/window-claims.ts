@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
 import { lockHolders, tryLockSession, unlockSession, windowClaimHolders, windowClaimKey } from './locks.js';
-import { loadedSince } from './window-state.js';
+import { loadedFrom } from './window-state.js';
 
 const WAIT_MS = 250;
 
@@ -18,8 +18,19 @@ export type ClaimOutcome =
   | 'claimed'
   /** Another live process holds one of them. */
   | 'taken'
-  /** Another process loaded them since this run began: nothing left to do. */
+  /** Another process loaded them from a report as new as this run would get: nothing left to do. */
   | 'done';
+
+/** What makes a window loaded by another process done for this run: the age of its data. */
+export interface Freshness {
+  /**
+   * A window loaded from a report made at or after this is done: a report this run asks for is made no earlier
+   * (the run's start less the API's reuse period).
+   */
+  readonly madeSince: Date;
+  /** Whether the run reloads the window (otherwise it is also done once loaded complete, whatever its age). */
+  readonly reloads: (window: Window) => boolean;
+}
 
 export class WindowClaims {
   readonly #pool: pg.Pool;
@@ -28,23 +39,21 @@ export class WindowClaims {
   /** The session's connection, shared by concurrent callers from the moment it is asked for. */
   #client: Promise<pg.PoolClient> | undefined;
   #pid = 0;
-  /** The database's clock when the run began: "loaded since" is read on that clock, whatever the machines'. */
-  #since: Date | undefined;
+  /** The data's age decides whether another process's load is done for this run, not when a commit ran. */
+  readonly #freshness: Freshness;
   /** Keys held by the current session. */
   readonly #held = new Set<string>();
   /** The session serves one caller at a time: a pg client runs one query at a time, and a claim is several. */
   #turn: Promise<unknown> = Promise.resolve();
 
-  constructor(pool: pg.Pool, schema: string, logger: Logger) {
+  constructor(pool: pg.Pool, schema: string, logger: Logger, freshness: Freshness) {
     this.#pool = pool;
     this.#schema = schema;
     this.#logger = logger;
+    this.#freshness = freshness;
   }
 
-  /**
-   * Opens the claims connection and reads the database's clock: call it before the run reads which windows are
-   * loaded, so that every window loaded after that reading counts as loaded by another process.
-   */
+  /** Opens the claims connection. */
   async start(): Promise<void> {
     await this.#inTurn(() => this.#session());
   }
@@ -66,7 +75,8 @@ export class WindowClaims {
       taken.push(key);
       this.#held.add(key);
     }
-    if (await loadedSince(client, this.#schema, group, this.#since!)) {
+    const { madeSince, reloads } = this.#freshness;
+    if (await loadedFrom(client, this.#schema, group, madeSince, group.map(reloads))) {
       await this.#unlock(client, keys);
       return 'done';
     }
@@ -92,19 +102,19 @@ export class WindowClaims {
   }
 
   /**
-   * Whether this run still holds the group: false when its claims connection was lost (then it claims the group
-   * again on a new one, unless another process took it meanwhile).
+   * Whether this run still holds the group ('claimed'): when its claims connection was lost, it claims the group
+   * again on a new one, unless another process took it meanwhile ('taken') or loaded it ('done').
    */
-  holds(group: readonly Window[]): Promise<boolean> {
+  holds(group: readonly Window[]): Promise<ClaimOutcome> {
     return this.#inTurn(async () => {
       const keys = this.#keys(group);
       const pid = this.#pid;
       const client = await this.#session();
       if (pid === this.#pid) {
         const holders = await lockHolders(client, keys);
-        if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return true;
+        if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return 'claimed';
       }
-      return (await this.#claim(group)) === 'claimed';
+      return this.#claim(group);
     });
   }
 
@@ -174,9 +184,8 @@ export class WindowClaims {
       this.#held.clear();
       client.release(error);
     });
-    const { rows } = await client.query<{ pid: number; now: Date }>('SELECT pg_backend_pid() AS pid, now()');
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     this.#pid = rows[0]?.pid ?? 0;
-    this.#since ??= rows[0]?.now;
     return client;
   }
 

@@ -5,11 +5,13 @@ import type { LoadedWindow, Window } from '../model/window.js';
 import { qualified } from './table-names.js';
 
 /**
- * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), and per window its reports,
- * attempts and outcome (report_windows). A window's data is loaded when its row has a row_count, from the report
- * `report_id`, final up to `loaded_through`; `status` tells how the latest attempt went, so a failed reload still
- * counts as loaded with its previous contents and load time. `attempt_report_id` is the report of the attempt in
- * progress, the only one a run resumes: a finished attempt, loaded or failed, has none.
+ * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), per window its reports,
+ * attempts and outcome (report_windows), and every report id a window received, with its age and what became of
+ * it (window_reports). A window's data is loaded when its row has a row_count, from the report `report_id` made
+ * no earlier than `report_made_at`, final up to `loaded_through`; `status` tells how the latest attempt went, so
+ * a failed reload still counts as loaded with its previous contents and load time. `attempt_report_id` is the
+ * report of the attempt in progress, the only one a run resumes: a finished attempt, loaded or failed, has none.
+ * This is storage: WindowAttempt (window-attempt.ts) owns an attempt's changes and the data-age rule.
  */
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -44,6 +46,10 @@ export interface WindowState extends Window {
   /** When the latest attempt ended (loaded or failed). */
   readonly finishedAt: Date | null;
   readonly updatedAt: Date;
+  /** The loaded report was made at or after this (null: loaded before ages were recorded). */
+  readonly reportMadeAt: Date | null;
+  /** The same for the report of the attempt in progress. */
+  readonly attemptReportMadeAt: Date | null;
 }
 
 /** sync_state's row as to_jsonb writes it (a date column as YYYY-MM-DD). */
@@ -115,7 +121,9 @@ export async function resetTarget(
   for (const { name } of tables.rows) {
     await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
   }
-  await db.query(`TRUNCATE ${qualified(schema, 'report_windows')}, ${qualified(schema, 'stage_progress')}`);
+  await db.query(
+    `TRUNCATE ${qualified(schema, 'report_windows')}, ${qualified(schema, 'stage_progress')}, ${qualified(schema, 'window_reports')}`,
+  );
   await writeTarget(db, schema, postIdField, filters);
   const row = counts.rows[0];
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
@@ -155,19 +163,26 @@ export async function previewReset(db: Queryable, schema: string): Promise<Reset
   };
 }
 
-/** Whether every window of `windows` was loaded at or after `since` (by any process). */
-export async function loadedSince(
+/**
+ * Whether every window of `windows` is loaded (by any process) from a report made at or after `madeSince`, or,
+ * for a window not reloaded (`reloads` false), loaded complete: the age of the data decides, not when it was
+ * committed.
+ */
+export async function loadedFrom(
   db: Queryable,
   schema: string,
   windows: readonly Window[],
-  since: Date,
+  madeSince: Date,
+  reloads: readonly boolean[],
 ): Promise<boolean> {
   const { rows } = await db.query<{ done: boolean }>(
     `SELECT count(*) = cardinality($1::date[]) AS done
        FROM ${qualified(schema, 'report_windows')} w
-       JOIN unnest($1::date[], $2::date[]) AS g(s, e) ON w.window_start = g.s AND w.window_end = g.e
-      WHERE w.status = 'loaded' AND w.finished_at >= $3`,
-    [windows.map((w) => w.start), windows.map((w) => w.end), since],
+       JOIN unnest($1::date[], $2::date[], $4::boolean[]) AS g(s, e, again)
+         ON w.window_start = g.s AND w.window_end = g.e
+      WHERE w.status = 'loaded'
+        AND (w.report_made_at >= $3 OR (NOT g.again AND w.loaded_through >= w.window_end))`,
+    [windows.map((w) => w.start), windows.map((w) => w.end), madeSince, reloads],
   );
   return rows[0]?.done === true;
 }
@@ -205,7 +220,8 @@ export async function readCursor(db: Queryable, schema: string): Promise<string 
 
 const WINDOW_COLUMNS = `to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
   report_id, attempt_report_id, to_char(loaded_through, 'YYYY-MM-DD') AS loaded_through, status, pages_staged,
-  row_count::float8 AS row_count, attempts, last_error, finished_at, updated_at`;
+  row_count::float8 AS row_count, attempts, last_error, finished_at, updated_at, report_made_at,
+  attempt_report_made_at`;
 
 interface WindowRow {
   start: string;
@@ -220,6 +236,8 @@ interface WindowRow {
   last_error: string | null;
   finished_at: Date | null;
   updated_at: Date;
+  report_made_at: Date | null;
+  attempt_report_made_at: Date | null;
 }
 
 function toWindowState(row: WindowRow): WindowState {
@@ -236,6 +254,8 @@ function toWindowState(row: WindowRow): WindowState {
     lastError: row.last_error,
     finishedAt: row.finished_at,
     updatedAt: row.updated_at,
+    reportMadeAt: row.report_made_at,
+    attemptReportMadeAt: row.attempt_report_made_at,
   };
 }
 
@@ -283,27 +303,120 @@ export async function startAttempt(
 
 /**
  * Records the report created for the attempt in progress, so that a restarted run polls it instead of creating
- * another (null: the report is gone or failed, and the next attempt creates one).
+ * another (null: the report is gone, failed or too old, and the next attempt creates one), with its age.
  */
 export async function recordReport(
   db: Queryable,
   schema: string,
   window: Window,
-  reportId: string | null,
+  report: KnownReport | null,
 ): Promise<void> {
   await db.query(
     `UPDATE ${qualified(schema, 'report_windows')}
-        SET attempt_report_id = $3, report_created_at = CASE WHEN $3::text IS NULL THEN NULL ELSE now() END,
-            updated_at = now()
+        SET attempt_report_id = $3, report_created_at = $4, attempt_report_made_at = $5, updated_at = now()
       WHERE window_start = $1 AND window_end = $2`,
-    [window.start, window.end, reportId],
+    [window.start, window.end, report?.reportId ?? null, report?.receivedAt ?? null, report?.madeAt ?? null],
   );
+}
+
+/** What became of a report a window received. */
+export type ReportOutcome = 'received' | 'loaded' | 'failed' | 'gone';
+
+/** A report as a window knows it. */
+export interface KnownReport {
+  readonly reportId: string;
+  /** When the window first received its id. */
+  readonly receivedAt: Date;
+  /** It was made at or after this: its first receipt less the API's reuse period. */
+  readonly madeAt: Date;
+  readonly outcome: ReportOutcome;
+  /** False when the window had received this id before (the API handed the same report back). */
+  readonly first: boolean;
+}
+
+interface KnownReportRow {
+  received_at: Date;
+  made_at: Date;
+  outcome: ReportOutcome;
+  first: boolean;
+}
+
+/**
+ * Records that the window received `reportId` at `at`, unless it had before: the first receipt stays, and with
+ * it the report's age. Returns the report as the window knows it.
+ */
+export async function receiveReport(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  reportId: string,
+  at: Date,
+  reuseMs: number,
+): Promise<KnownReport> {
+  const table = qualified(schema, 'window_reports');
+  const { rows } = await db.query<KnownReportRow>(
+    `WITH added AS (
+       INSERT INTO ${table} (window_start, window_end, report_id, received_at, made_at)
+       VALUES ($1, $2, $3, $4, $4::timestamptz - $5 * interval '1 millisecond')
+       ON CONFLICT DO NOTHING
+       RETURNING received_at, made_at, outcome, true AS first
+     )
+     SELECT * FROM added
+     UNION ALL
+     SELECT received_at, made_at, outcome, false FROM ${table}
+      WHERE window_start = $1 AND window_end = $2 AND report_id = $3 AND NOT EXISTS (SELECT 1 FROM added)`,
+    [window.start, window.end, reportId, at, reuseMs],
+  );
+  const row = rows[0]!;
+  return {
+    reportId,
+    receivedAt: row.received_at,
+    madeAt: row.made_at,
+    outcome: row.outcome,
+    first: row.first,
+  };
+}
+
+/** Records that a report the window received failed or is gone: handed back again, it is not polled. */
+export async function recordReportOutcome(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  reportId: string,
+  outcome: 'failed' | 'gone',
+): Promise<void> {
+  await db.query(
+    `UPDATE ${qualified(schema, 'window_reports')} SET outcome = $4
+      WHERE window_start = $1 AND window_end = $2 AND report_id = $3`,
+    [window.start, window.end, reportId, outcome],
+  );
+}
+
+/**
+ * The loaded windows overlapping `window` (itself included) whose report was made after `madeAt` (null: of
+ * unknown age, older than any known): rows that a report of that age must not replace.
+ */
+export async function newerLoads(
+  db: Queryable,
+  schema: string,
+  window: Window,
+  madeAt: Date | null,
+): Promise<Window[]> {
+  const { rows } = await db.query<Window>(
+    `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end
+       FROM ${qualified(schema, 'report_windows')}
+      WHERE row_count IS NOT NULL AND window_start <= $2 AND window_end >= $1
+        AND report_made_at > COALESCE($3::timestamptz, '-infinity')
+      ORDER BY window_start`,
+    [window.start, window.end, madeAt],
+  );
+  return rows;
 }
 
 /**
  * Ends an attempt that did not load: 'failed' after its last attempt (the attempt is over: the next run asks for
  * a new report), or 'pending' when the run was interrupted (its report is kept, for the next run to resume).
- * What is loaded, and when it was, stays as it was.
+ * What is loaded, and when it was, stays as it was; a window another process loaded meanwhile is left as it is.
  */
 export async function endAttempt(
   db: Queryable,
@@ -315,8 +428,10 @@ export async function endAttempt(
   await db.query(
     `UPDATE ${qualified(schema, 'report_windows')}
         SET status = $3, last_error = $4,
-            attempt_report_id = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_id END, updated_at = now()
-      WHERE window_start = $1 AND window_end = $2`,
+            attempt_report_id = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_id END,
+            attempt_report_made_at = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_made_at END,
+            updated_at = now()
+      WHERE window_start = $1 AND window_end = $2 AND status <> 'loaded'`,
     [window.start, window.end, outcome, message],
   );
 }
@@ -338,7 +453,10 @@ export async function recordStageReport(
      VALUES ($1, $2, COALESCE($4::jsonb, (SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
              $3, 'staging', now())
      ON CONFLICT (window_start, window_end) DO UPDATE
-       SET attempt_report_id = EXCLUDED.attempt_report_id, updated_at = now()`,
+       SET attempt_report_id = EXCLUDED.attempt_report_id,
+           attempt_report_made_at = CASE WHEN report_windows.attempt_report_id = EXCLUDED.attempt_report_id
+                                         THEN report_windows.attempt_report_made_at END,
+           updated_at = now()`,
     [window.start, window.end, reportId, filters === null ? null : JSON.stringify(filters)],
   );
 }
@@ -362,13 +480,15 @@ export interface LoadedReport {
   readonly reportId: string;
   readonly pages: number;
   readonly rows: number;
-  /** The run's today (null: the current UTC date). */
+  /** The run's today (null: the current UTC date): no report makes it or a later day complete. */
   readonly today: string | null;
 }
 
 /**
- * Ends the attempt as loaded. The rows are final up to the window's end, or up to the day before today for a
- * window that reaches today (an open window).
+ * Ends the attempt as loaded, with its report's age. The rows are final up to the window's end, or up to the day
+ * before the report was made for a window that reaches that day (an open window): a day is complete only in a
+ * report made after it ended, and never before the run's today (a report of unknown age, staged before ages were
+ * recorded, counts as made today).
  */
 export async function markLoaded(
   db: Queryable,
@@ -376,13 +496,25 @@ export async function markLoaded(
   window: Window,
   loaded: LoadedReport,
 ): Promise<void> {
+  const reports = qualified(schema, 'window_reports');
   await db.query(
-    `INSERT INTO ${qualified(schema, 'report_windows')}
-       (window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through, finished_at)
-     VALUES ($1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
-             $3, 'loaded', $4, $5, LEAST($2::date, COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1), now())
+    `WITH made AS (
+       UPDATE ${reports} SET outcome = 'loaded'
+        WHERE window_start = $1 AND window_end = $2 AND report_id = $3
+       RETURNING made_at
+     )
+     INSERT INTO ${qualified(schema, 'report_windows')}
+       (window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through, finished_at,
+        report_made_at)
+     SELECT $1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
+            $3, 'loaded', $4, $5,
+            LEAST($2::date, (made.made_at AT TIME ZONE 'UTC')::date - 1,
+                  COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1),
+            now(), made.made_at
+       FROM (SELECT 1) AS one LEFT JOIN made ON true
      ON CONFLICT (window_start, window_end) DO UPDATE
        SET status = 'loaded', report_id = EXCLUDED.report_id, attempt_report_id = NULL,
+           attempt_report_made_at = NULL, report_made_at = EXCLUDED.report_made_at,
            pages_staged = EXCLUDED.pages_staged, row_count = EXCLUDED.row_count,
            loaded_through = EXCLUDED.loaded_through, finished_at = now(), updated_at = now()`,
     [window.start, window.end, loaded.reportId, loaded.pages, loaded.rows, loaded.today],

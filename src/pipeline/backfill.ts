@@ -1,5 +1,6 @@
 import { parseDate } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
 import { executeRun } from './run.js';
 import type { RunContext } from './run-context.js';
@@ -46,11 +47,15 @@ export async function backfill(options: BackfillOptions): Promise<RunSummary> {
     options.config.run.windowDays,
     options.reload ?? false,
   );
-  return executeRun(options, {
-    command: 'backfill',
-    resolve: () => range,
-    reset: options.reset ?? false,
-    moveCursor: false,
-    today: options.today ?? todayUtc(),
-  });
+  const clock = options.clock ?? startClock(options.config.run.clockStart);
+  return executeRun(
+    { ...options, clock },
+    {
+      command: 'backfill',
+      resolve: () => range,
+      reset: options.reset ?? false,
+      moveCursor: false,
+      today: options.today ?? todayUtc(clock.now()),
+    },
+  );
 }

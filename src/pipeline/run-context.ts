@@ -3,6 +3,7 @@ import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import type { Loader } from '../load/loader.js';
 import type { Logger } from '../logger.js';
+import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import type { RunCounters } from './run-counters.js';
 import type { RunStop } from './run-stop.js';
@@ -14,6 +15,8 @@ export interface RunContext {
   readonly logger: Logger;
   readonly signal?: AbortSignal;
   readonly onProgress?: (event: ProgressEvent) => void;
+  /** The connector's clock (default: the one the configuration starts, the system clock unless set). */
+  readonly clock?: Clock;
 }
 
 /** What a run's windows share once it is under way. */
@@ -29,5 +32,7 @@ export interface ActiveRun {
   /** The run's filters, canonical. */
   readonly filters: Filters;
   readonly counters: RunCounters;
+  /** The clock every date and report age of the run is read from. */
+  readonly clock: Clock;
   readonly onProgress?: (event: ProgressEvent) => void;
 }

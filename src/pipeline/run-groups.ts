@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import type { ClaimOutcome, WindowClaims } from '../load/window-claims.js';
 import { byStart } from '../model/window.js';
 import type { WindowFailure } from './run-summary.js';
-import { type RunWindow, windowFailure } from './run-window.js';
+import { type WindowStager, windowFailure } from './window-stager.js';
 import type { WindowGroup } from './windows.js';
 
 export interface LoadOutcome {
@@ -25,10 +25,14 @@ interface GroupOptions {
   readonly commit: CommitGroup;
 }
 
-/** How one group ended: counted, or its claim lost before the commit (it waits its turn again). */
+/**
+ * How one group ended: counted, its claim lost before the commit (it waits its turn again), or loaded by the
+ * process that took it meanwhile.
+ */
 type GroupEnd =
   | { readonly failures: WindowFailure[]; readonly interrupted: number; readonly notStarted: number }
-  | 'lost';
+  | 'lost'
+  | 'done';
 
 /**
  * Stages the windows of every group, `concurrency` at a time, and commits each group whole. A failing window
@@ -36,7 +40,7 @@ type GroupEnd =
  * does every other group first, then waits for each in turn, and counts it as done when the other loaded it.
  */
 export async function loadGroups(
-  runWindow: RunWindow,
+  stager: WindowStager,
   groups: readonly WindowGroup[],
   options: GroupOptions,
 ): Promise<LoadOutcome> {
@@ -52,13 +56,17 @@ export async function loadGroups(
       deferred.push(group);
       return;
     }
+    if (end === 'done') {
+      byOthers += group.length;
+      return;
+    }
     failures.push(...end.failures);
     interrupted += end.interrupted;
     notStarted += end.notStarted;
   };
   const stageAndCommit = async (group: WindowGroup): Promise<void> => {
-    const staged = await Promise.allSettled(group.map((w) => limit(() => runWindow.stage(w))));
-    settle(group, await finishGroup(runWindow, group, staged, options));
+    const staged = await Promise.allSettled(group.map((w) => limit(() => stager.stage(w))));
+    settle(group, await finishGroup(stager, group, staged, options));
   };
 
   // First pass: each group is claimed when its first window gets a slot, so that processes split the range.
@@ -72,7 +80,7 @@ export async function loadGroups(
       const staged = await Promise.allSettled(
         group.map((w) =>
           limit(async () => {
-            if ((await claimed()) === 'claimed') await runWindow.stage(w);
+            if ((await claimed()) === 'claimed') await stager.stage(w);
           }),
         ),
       );
@@ -80,7 +88,7 @@ export async function loadGroups(
       const outcome = await claimed().catch((): ClaimOutcome => 'claimed');
       if (outcome === 'taken') deferred.push(group);
       else if (outcome === 'done') byOthers += group.length;
-      else settle(group, await finishGroup(runWindow, group, staged, options));
+      else settle(group, await finishGroup(stager, group, staged, options));
     }),
   );
 
@@ -109,20 +117,20 @@ export async function loadGroups(
 }
 
 async function finishGroup(
-  runWindow: RunWindow,
+  stager: WindowStager,
   group: WindowGroup,
   staged: readonly PromiseSettledResult<void>[],
   options: GroupOptions,
 ): Promise<GroupEnd> {
   try {
-    return await commitGroup(runWindow, group, staged, options);
+    return await commitGroup(stager, group, staged, options);
   } finally {
     await options.claims.release(group);
   }
 }
 
 async function commitGroup(
-  runWindow: RunWindow,
+  stager: WindowStager,
   group: WindowGroup,
   staged: readonly PromiseSettledResult<void>[],
   options: GroupOptions,
@@ -136,7 +144,7 @@ async function commitGroup(
   });
   if (signal.aborted) {
     const stopped = group.filter((w) => !failures.some((f) => f.start === w.start));
-    const started = stopped.filter((w) => runWindow.wasStarted(w)).length;
+    const started = stopped.filter((w) => stager.wasStarted(w)).length;
     return { failures, interrupted: started, notStarted: stopped.length - started };
   }
   if (failures.length > 0) {
@@ -145,25 +153,28 @@ async function commitGroup(
     for (const [i, w] of group.entries()) {
       if (staged[i]?.status !== 'fulfilled') continue;
       failures.push({ ...w, code: 'GROUP_FAILED', message });
-      await runWindow.markFailed(w, message);
+      await stager.markFailed(w, message);
     }
     return { failures, interrupted: 0, notStarted: 0 };
   }
   try {
-    // The claims connection may have died meanwhile, and another process taken the group: it is theirs now.
-    if (!(await options.claims.holds(group))) {
-      for (const w of group) await runWindow.markInterrupted(w, new Error('claim lost before the commit'));
+    // The claims connection may have died meanwhile, and another process taken the group: it is theirs now. One
+    // that loaded it meanwhile owns its state: nothing of it is touched.
+    const held = await options.claims.holds(group);
+    if (held === 'done') return 'done';
+    if (held === 'taken') {
+      for (const w of group) await stager.markInterrupted(w, new Error('claim lost before the commit'));
       return 'lost';
     }
     const started = Date.now();
     const { rows } = await options.commit(group);
-    runWindow.committed(group, rows, Date.now() - started);
+    stager.committed(group, rows, Date.now() - started);
   } catch (error) {
     if (signal.aborted) return { failures, interrupted: group.length, notStarted: 0 };
     for (const w of group) {
       const failure = windowFailure(w, error);
       failures.push(failure);
-      await runWindow.markFailed(w, failure.message);
+      await stager.markFailed(w, failure.message);
     }
   }
   return { failures, interrupted: 0, notStarted: 0 };

@@ -12,6 +12,7 @@ import { pendingMigrations, type Target } from '../load/migrate.js';
 import { sessionName } from '../load/session-name.js';
 import { WindowClaims } from '../load/window-claims.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
+import { startClock } from '../model/clock.js';
 import { dayBefore } from '../model/dates.js';
 import { canonicalFilters } from '../model/filters.js';
 import { VERSION } from '../version.js';
@@ -24,7 +25,7 @@ import { type LoadOutcome, loadGroups } from './run-groups.js';
 import type { RunRequest } from './run-request.js';
 import { RunStop } from './run-stop.js';
 import type { RunStatus, RunSummary, WindowFailure } from './run-summary.js';
-import { RunWindow } from './run-window.js';
+import { WindowStager } from './window-stager.js';
 
 /**
  * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
@@ -36,6 +37,9 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   const stop = new RunStop(context.signal);
   const started = Date.now();
   const runId = randomUUID();
+  const clock = context.clock ?? startClock(config.run.clockStart);
+  // A report asked for from now on is made no earlier than this: windows loaded from one as new are done.
+  const madeSince = new Date(clock.now().getTime() - config.api.reportReuseMs);
   const logger = context.logger.child({ runId, command: request.command });
   const counters = new RunCounters();
   const api = new ApiClient(config.api, logger, { onRetry: () => counters.retried() });
@@ -63,7 +67,6 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
     }).catch((error: unknown) => {
       throw connectionError(config.db.url.reveal(), error);
     });
-    const claims = new WindowClaims(pool, config.db.schema, logger);
     try {
       const loader = new Loader(pool, target, logger);
       const run: ActiveRun = {
@@ -75,13 +78,13 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
         pool,
         filters,
         counters,
+        clock,
         ...(context.onProgress === undefined ? {} : { onProgress: context.onProgress }),
       };
-      const summary = await loadRun(run, request, started, lock, claims);
+      const summary = await loadRun(run, request, started, lock, madeSince);
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
-      await claims.close();
       await lock.release();
     }
   } finally {
@@ -107,26 +110,36 @@ async function loadRun(
   request: RunRequest,
   started: number,
   lock: RunLock,
-  claims: WindowClaims,
+  madeSince: Date,
 ): Promise<RunSummary> {
   const { config, pool, stop, loader, logger } = run;
   const signal = stop.signal;
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
-  await claims.start();
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
-  await lock.share();
-  const outcome = await loadGroups(new RunWindow(run), prepared.groups, {
-    concurrency: config.run.concurrency,
-    signal,
-    claims,
-    commit: (group) => loader.commitWindows(group, stop.child(), { today: request.today }),
+  const { range } = prepared;
+  const claims = new WindowClaims(pool, config.db.schema, logger, {
+    madeSince,
+    reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
   });
-  const cursor =
-    request.moveCursor && !signal.aborted
-      ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures, claims)
-      : prepared.cursor;
-  if (stop.cause !== undefined) logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
-  return summarize(request, prepared, outcome, run.counters, cursor, started, stop);
+  try {
+    await claims.start();
+    await lock.share();
+    const outcome = await loadGroups(new WindowStager(run), prepared.groups, {
+      concurrency: config.run.concurrency,
+      signal,
+      claims,
+      commit: (group) => loader.commitWindows(group, stop.child(), { today: request.today }),
+    });
+    const cursor =
+      request.moveCursor && !signal.aborted
+        ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures, claims)
+        : prepared.cursor;
+    if (stop.cause !== undefined)
+      logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
+    return summarize(request, prepared, outcome, run.counters, cursor, started, stop);
+  } finally {
+    await claims.close();
+  }
 }
 
 /**

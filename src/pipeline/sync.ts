@@ -1,5 +1,6 @@
 import { type RunConfig, SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { startClock } from '../model/clock.js';
 import { addDays, todayUtc } from '../model/dates.js';
 import { executeRun } from './run.js';
 import type { RunContext } from './run-context.js';
@@ -21,15 +22,19 @@ export interface SyncOptions extends RunContext {
  * day before the first window that failed, never past a date that did not load.
  */
 export async function sync(options: SyncOptions): Promise<RunSummary> {
-  const to = options.today ?? todayUtc();
+  const clock = options.clock ?? startClock(options.config.run.clockStart);
+  const to = options.today ?? todayUtc(clock.now());
   const reset = options.reset ?? false;
-  return executeRun(options, {
-    command: 'sync',
-    resolve: (history) => syncRange(options.config.run, history, to, reset),
-    reset,
-    moveCursor: true,
-    today: to,
-  });
+  return executeRun(
+    { ...options, clock },
+    {
+      command: 'sync',
+      resolve: (history) => syncRange(options.config.run, history, to, reset),
+      reset,
+      moveCursor: true,
+      today: to,
+    },
+  );
 }
 
 /** The dates a sync loads, given what is loaded; refuses a first sync (or a reset) without a start date. */

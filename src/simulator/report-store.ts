@@ -59,8 +59,8 @@ export class ReportStore {
   }
 
   /**
-   * The report an identical creation call within `reuseMs` already made, if any. A report known to have
-   * FAILED, or one that expired, is not handed out again: a retry gets a fresh attempt.
+   * The report an identical creation call within `reuseMs` already made, if any, whatever became of it (FAILED
+   * or gone included), as the API does; one that expired is not handed out again.
    */
   reusable(key: string, now: number, reuseMs: number, ttlMs: number | null): Report | undefined {
     const report = this.#byKey.get(key);
@@ -71,7 +71,6 @@ export class ReportStore {
     ) {
       return undefined;
     }
-    if (ReportStore.status(report, now) === 'FAILED') return undefined;
     return report;
   }
 
@@ -90,12 +89,13 @@ export class ReportStore {
     return { found: report };
   }
 
-  /** The report disappears: every later request for it (or its pages) finds nothing, and it is never reused. */
+  /**
+   * The report disappears: every later request for it (or its pages) finds nothing; an identical creation call
+   * within the reuse period still hands its id back.
+   */
   vanish(id: string): void {
-    const report = this.#reports.get(id);
-    if (report === undefined) return;
+    if (!this.#reports.has(id)) return;
     this.#gone.add(id);
-    if (this.#byKey.get(report.key) === report) this.#byKey.delete(report.key);
   }
 
   pageServed(report: Report, index: number): void {

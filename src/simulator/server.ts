@@ -53,8 +53,8 @@ export interface SimulatorOptions {
   generationDelayMs?: number;
   /**
    * Default 3 h: an identical creation call within this returns the same report id, on the simulator's clock,
-   * even after a revision (reviseFigures), as the real API does: late data is served by a report created after
-   * the reuse period.
+   * whatever became of it (failed or gone included) and even after a revision (reviseFigures) or late posts
+   * (addPosts), as the real API does: late data is served by a report created after the reuse period.
    */
   reportReuseMs?: number;
   /** Default 'platform_post_id' (the production API puts a brand name there). */

@@ -20,6 +20,19 @@ describe('parseConfig', () => {
     expect(JSON.stringify(config)).not.toContain('tok-123');
   });
 
+  it("starts the connector's clock at POST_REPORTS_NOW, and names a bad instant", () => {
+    expect(parseConfig(base).run.clockStart).toBeUndefined();
+    expect(parseConfig({ ...base, POST_REPORTS_NOW: '2026-01-11T23:00:00+01:00' }).run.clockStart).toBe(
+      '2026-01-11T22:00:00.000Z',
+    );
+    expect(parseConfig(base).api.reportReuseMs).toBe(10_800_000);
+    for (const bad of ['2026-01-11', '2026-01-11T23:00:00', 'tomorrow', '2026-02-30T10:00:00Z']) {
+      expect(() => parseConfig({ ...base, POST_REPORTS_NOW: bad })).toThrow(
+        `POST_REPORTS_NOW must be an instant like 2026-01-11T23:00:00Z (with its zone), got ${JSON.stringify(bad)}`,
+      );
+    }
+  });
+
   it('lets flags win over the environment', () => {
     const config = parseConfig({ ...base, POST_REPORTS_WINDOW_DAYS: '3' }, { windowDays: '10' });
     expect(config.run.windowDays).toBe(10);

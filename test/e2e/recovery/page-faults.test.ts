@@ -17,6 +17,8 @@ afterAll(async () => {
 const FROM = '2025-06-02';
 const TO = '2025-06-08';
 const PAGES = 14;
+/** Past the API's reuse period (3 h). */
+const REUSE_PASSED_MS = 4 * 3_600_000;
 
 async function simulator(seed: number): Promise<RunningSimulator> {
   const sim = await startSimulator({ seed, postsPerDay: 20, pageSize: 10 });
@@ -56,10 +58,15 @@ interface Case {
   /** What the connector reports for it. */
   readonly status: number;
   /**
-   * Reports the simulator made: a vanished report is never handed out again, while a report whose page token
-   * expired is, by an identical creation call within the reuse period, and is read again from its first page.
+   * Reports the simulator made: a report whose page token expired is handed out again by an identical creation
+   * call within the reuse period, and is read again from its first page.
    */
   readonly reports: number;
+  /**
+   * A vanished report is handed back too, within the reuse period: the test moves the simulator's clock past it
+   * while the window waits to retry, as time passes for a real client.
+   */
+  readonly afterReuse: boolean;
 }
 
 const cases: Case[] = [
@@ -69,6 +76,7 @@ const cases: Case[] = [
     served: 'report-gone',
     status: 404,
     reports: 2,
+    afterReuse: true,
   },
   {
     name: 'a page token that expires at page three',
@@ -76,6 +84,7 @@ const cases: Case[] = [
     served: 'page-token-expired',
     status: 410,
     reports: 1,
+    afterReuse: false,
   },
 ];
 
@@ -85,7 +94,12 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
       const sim = await simulator(60 + i);
       const schema = `mid_${i}`;
       sim.setFaults(c.faults);
-      const run = await runCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+      const started = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+      if (c.afterReuse) {
+        await started.waitForOutput('window attempt failed; retrying');
+        sim.advanceTime(REUSE_PASSED_MS);
+      }
+      const run = await started.done;
       expect(run.code, run.stderr).toBe(0);
       expect(sim.stats().faults[c.served]).toBe(1);
       expect(run.stderr).toContain(`"code":"REPORT_GONE"`);
@@ -108,7 +122,12 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
       expect((await killed.done).signal).toBe('SIGKILL');
       sim.setFaults({ latencyMs: 0, ...c.faults });
 
-      const resumed = await runCli(args(schema), env);
+      const resuming = startCli(args(schema), env);
+      if (c.afterReuse) {
+        await resuming.waitForOutput('window attempt failed; retrying');
+        sim.advanceTime(REUSE_PASSED_MS);
+      }
+      const resumed = await resuming.done;
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(resumed.stderr).toContain('resuming a staged window');
       expect(sim.stats().faults[c.served]).toBe(1);

@@ -46,7 +46,9 @@ describe('sync with a window that keeps failing (the built CLI)', () => {
     expect(summaryOf(again).cursor).toBe(addDays(failing.start, -1));
     expect(String(summaryOf(again).from) <= failing.start).toBe(true);
 
+    // The API hands back the same failed report until its reuse period ends.
     sim.setFaults({ failReportStartDates: [] });
+    sim.advanceTime(4 * 3_600_000);
     const recovered = await runCli(['sync'], env);
     expect(recovered.code, recovered.stderr).toBe(0);
     expect(summaryOf(recovered)).toMatchObject({ status: 'succeeded', cursor: today, failures: [] });

@@ -16,7 +16,7 @@ import {
   type SimulatorPost,
   startSimulator,
 } from '../../../src/simulator/server.js';
-import { type CliResult, runCli } from '../../helpers/cli.js';
+import { type CliResult, runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
@@ -60,9 +60,19 @@ async function expectReference(expected: readonly SimulatorPost[] = reference())
   expect(check.posts).toBe(expected.length);
 }
 
-/** A reload of the window; `attempts` per window. */
-function reload(env: Record<string, string> = {}, attempts = ATTEMPTS): Promise<CliResult> {
-  return runCli(
+/** Past the API's reuse period (3 h): an identical request gets a new report. */
+const REUSE_PASSED_MS = 4 * 3_600_000;
+
+/**
+ * A reload of the window; `attempts` per window. `pastReuseOnRetry`: the API hands a failed report back within
+ * its reuse period, so the simulator's clock is moved past it while the window waits to retry.
+ */
+async function reload(
+  env: Record<string, string> = {},
+  attempts = ATTEMPTS,
+  pastReuseOnRetry = false,
+): Promise<CliResult> {
+  const run = startCli(
     [
       'backfill',
       '--from',
@@ -77,6 +87,12 @@ function reload(env: Record<string, string> = {}, attempts = ATTEMPTS): Promise<
     ],
     cliEnv(sim, db.url, env),
   );
+  if (pastReuseOnRetry) {
+    // The first retry's wait (the one retry of ATTEMPTS).
+    await run.waitForOutput('window attempt failed; retrying');
+    sim.advanceTime(REUSE_PASSED_MS);
+  }
+  return run.done;
 }
 
 /** The loaded tables of the schema's snapshot, by name. */
@@ -131,6 +147,8 @@ interface FailureExpectation {
   /** --window-attempts of the run (default ATTEMPTS). */
   readonly windowAttempts?: number;
   readonly env?: Record<string, string>;
+  /** The report fails: the simulator's clock passes the reuse period before the retry (see reload). */
+  readonly pastReuseOnRetry?: boolean;
 }
 
 /**
@@ -140,12 +158,12 @@ interface FailureExpectation {
  */
 async function expectFailedReload(
   faults: Partial<Faults>,
-  { code, attempts, windowAttempts = ATTEMPTS, env = {} }: FailureExpectation,
+  { code, attempts, windowAttempts = ATTEMPTS, env = {}, pastReuseOnRetry = false }: FailureExpectation,
 ): Promise<{ line: string; result: CliResult }> {
   const before = await loadedData();
   const rowBefore = await windowRow();
   sim.setFaults(faults);
-  const result = await reload(env, windowAttempts);
+  const result = await reload(env, windowAttempts, pastReuseOnRetry);
   sim.setFaults(CLEAN);
   expect(result.code).toBe(3);
   const lines = messageLines(result.stderr);
@@ -402,7 +420,7 @@ describe('report statuses the spec does not define (the built CLI)', () => {
     const served = faultCount('report-status-override');
     const { line } = await expectFailedReload(
       { reportStatusOverride: 'CANCELLED' },
-      { code: 'REPORT_FAILED', attempts: ATTEMPTS },
+      { code: 'REPORT_FAILED', attempts: ATTEMPTS, pastReuseOnRetry: true },
     );
     expect(line).toMatch(new RegExp(`: report ${ANY_REPORT} ended with status CANCELLED$`));
     // One poll per attempt: a failure word is final, never polled again.
@@ -412,6 +430,8 @@ describe('report statuses the spec does not define (the built CLI)', () => {
 
 describe('after the sweep', () => {
   it('a clean run loads the window exactly as the reference and leaves no stage behind', async () => {
+    // The API hands back the report that failed above until its reuse period ends.
+    sim.advanceTime(REUSE_PASSED_MS);
     const result = await reload();
     expect(result.code).toBe(0);
     expect(messageLines(result.stderr)).toEqual([]);

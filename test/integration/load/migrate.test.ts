@@ -15,6 +15,7 @@ const ALL = [
   '003_window_attempts.sql',
   '004_field_selection.sql',
   '005_period_partitions.sql',
+  '006_report_age.sql',
   '007_segment_value_hash_key.sql',
 ];
 
@@ -36,6 +37,7 @@ describe('migrate', () => {
       'schema_migrations',
       'stage_progress',
       'sync_state',
+      'window_reports',
     ]);
   });
 

@@ -97,7 +97,7 @@ describe('request faults', () => {
 });
 
 describe('report faults', () => {
-  it('ends reports FAILED by share; an identical call after the failure makes a new report', async () => {
+  it('ends reports FAILED by share; an identical call after the reuse period makes a new report', async () => {
     simulator.setFaults({ failReportShare: 1 });
     const params: ReportParams = { start_date: '2026-07-01', end_date: '2026-07-01' };
     const report = await createReport(simulator, params);
@@ -105,6 +105,9 @@ describe('report faults', () => {
     const polled = await getText(simulator, reportUrl(simulator, report.id));
     expect(JSON.parse(polled.text)).toEqual({ id: report.id, status: 'FAILED' });
     simulator.setFaults({ failReportShare: 0 });
+    // Within the reuse period an identical call hands back the same report, failed as it is.
+    expect((await createReport(simulator, params)).id).toBe(report.id);
+    simulator.advanceTime(4 * 3_600_000);
     const retry = await createReport(simulator, params);
     expect(retry.id).not.toBe(report.id);
     expect(JSON.parse((await getText(simulator, reportUrl(simulator, retry.id))).text).status).toBe('DONE');

@@ -45,7 +45,7 @@ describe('page size', () => {
 });
 
 describe('page faults strike once, where they are placed', () => {
-  it('a report vanishes after serving two pages: 404 from then on, and a new report is made for the same call', async () => {
+  it('a report vanishes after serving two pages: 404 from then on, and a new report is made for the same call after the reuse period', async () => {
     simulator.advanceTime(4 * 3_600_000);
     simulator.setFaults({ reportGoneAfterPage: 2 });
     const before = simulator.stats().faults['report-gone'] ?? 0;
@@ -58,6 +58,9 @@ describe('page faults strike once, where they are placed', () => {
     expect(JSON.parse(third.text)).toMatchObject({ error: { code: 'report_not_found' } });
     expect((await page(id)).status).toBe(404);
     expect(simulator.stats().faults['report-gone']).toBe(before + 2);
+    // Within the reuse period an identical call hands back the vanished report.
+    expect((await createReport(simulator, week)).id).toBe(id);
+    simulator.advanceTime(4 * 3_600_000);
     const again = await createReport(simulator, week);
     expect(again.id).not.toBe(id);
     expect((await readAllPages(simulator, again.id)).length).toBe(10);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../../src/api/http-error.js';
 import { retryAfterMs } from '../../../src/api/retry-after.js';
-import { isRetryable } from '../../../src/api/retry-policy.js';
-import { ApiError, DataError } from '../../../src/errors.js';
+import { backoffMs, isRetryable, pollDelayMs } from '../../../src/api/retry-policy.js';
+import { ApiError, ConfigError, DataError, StoreError } from '../../../src/errors.js';
 
 function http(status: number): HttpError {
   return new HttpError(`GET /x answered ${status}`, { status, endpoint: 'GET /x', body: '' });
@@ -38,5 +38,49 @@ describe('retryAfterMs', () => {
     expect(retryAfterMs('soon', now)).toBeUndefined();
     expect(retryAfterMs('-5', now)).toBeUndefined();
     expect(retryAfterMs('999999999', now)).toBe(3_600_000);
+  });
+});
+
+describe('isRetryable for a window attempt', () => {
+  it('retries what a new attempt may not meet again', () => {
+    expect(isRetryable(new ApiError('REPORT_FAILED', 'x'), 'window')).toBe(true);
+    expect(isRetryable(new ApiError('REPORT_GONE', 'x', { status: 404 }), 'window')).toBe(true);
+    expect(isRetryable(new DataError('PAGE_MALFORMED', 'x'), 'window')).toBe(true);
+    expect(isRetryable(new StoreError('DB_ERROR', 'x'), 'window')).toBe(true);
+  });
+
+  it('does not retry what it would meet again', () => {
+    expect(isRetryable(new ApiError('REPORT_FAILED', 'handed back', { final: true }), 'window')).toBe(false);
+    expect(isRetryable(new ApiError('REPORT_STALE', 'handed back', { final: true }), 'window')).toBe(false);
+    expect(isRetryable(new ApiError('REPORT_REJECTED', 'x', { status: 400 }), 'window')).toBe(false);
+    expect(isRetryable(new ApiError('API_HTTP_ERROR', 'x', { status: 403 }), 'window')).toBe(false);
+    expect(isRetryable(new ConfigError('CONFIG_INVALID', 'x'), 'window')).toBe(false);
+    expect(isRetryable(new StoreError('SCHEMA_MISMATCH', 'x'), 'window')).toBe(false);
+    expect(isRetryable(new DataError('FIELD_TYPE_MISMATCH', 'x'), 'window')).toBe(false);
+  });
+});
+
+describe('waits', () => {
+  it('back off exponentially with jitter between half and the whole, up to the cap', () => {
+    for (let i = 0; i < 50; i++) {
+      const first = backoffMs(1, 1000, 30_000);
+      expect(first).toBeGreaterThanOrEqual(500);
+      expect(first).toBeLessThanOrEqual(1000);
+      const third = backoffMs(3, 1000, 30_000);
+      expect(third).toBeGreaterThanOrEqual(2000);
+      expect(third).toBeLessThanOrEqual(4000);
+      expect(backoffMs(10, 1000, 30_000)).toBeLessThanOrEqual(30_000);
+    }
+  });
+
+  it('poll at a tenth of the time waited, within the bounds, give or take a fifth', () => {
+    const poll = { initialMs: 250, maxMs: 30_000 };
+    for (let i = 0; i < 50; i++) {
+      expect(pollDelayMs(0, poll)).toBeGreaterThanOrEqual(200);
+      expect(pollDelayMs(0, poll)).toBeLessThanOrEqual(300);
+      expect(pollDelayMs(100_000, poll)).toBeGreaterThanOrEqual(8000);
+      expect(pollDelayMs(100_000, poll)).toBeLessThanOrEqual(12_000);
+      expect(pollDelayMs(10_000_000, poll)).toBeLessThanOrEqual(36_000);
+    }
   });
 });

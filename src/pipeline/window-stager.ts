@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, ConfigError, DataError, EtlError, oneLine, StoreError } from '../errors.js';
+import { backoffMs, isRetryable } from '../api/retry-policy.js';
+import { EtlError, oneLine } from '../errors.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import type { Registry } from '../load/schema-evolution.js';
-import { endAttempt, readWindow, recordReport, startAttempt } from '../load/window-state.js';
+import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -13,6 +14,10 @@ import type { WindowFailure } from './run-summary.js';
 import { Watchdog } from './watchdog.js';
 import type { WindowGroup } from './windows.js';
 
+/** A window's retries wait 1 s, then twice as long each time, up to 30 s (with jitter). */
+const WINDOW_RETRY_FIRST_MS = 1000;
+const WINDOW_RETRY_MAX_MS = 30_000;
+
 /** What an attempt fetched and staged itself (pages staged by an earlier run it resumes are not counted). */
 interface Staged {
   posts: number;
@@ -20,20 +25,23 @@ interface Staged {
 }
 
 /**
- * One window's way from the run to its stage: its attempts, each creating (or resuming) a report and streaming its
- * pages into the stage. The commit of its group is the run's (run-groups.ts).
+ * Stages the run's windows: each window's attempts (WindowAttempt), each creating (or resuming) a report and
+ * streaming its pages into the stage. The commit of its group is the run's (run-groups.ts).
  */
-export class RunWindow {
+export class WindowStager {
   readonly #run: ActiveRun;
   /** The windows whose first attempt began: a stopped run leaves the others as they were, not interrupted. */
   readonly #started = new Set<string>();
+  readonly #attempts: AttemptContext;
 
   constructor(run: ActiveRun) {
     this.#run = run;
-  }
-
-  get #schema(): string {
-    return this.#run.config.db.schema;
+    this.#attempts = {
+      pool: run.pool,
+      schema: run.config.db.schema,
+      clock: run.clock,
+      reportReuseMs: run.config.api.reportReuseMs,
+    };
   }
 
   /** Stages the window, retrying failed attempts; throws the last attempt's error. */
@@ -60,14 +68,16 @@ export class RunWindow {
           await this.markInterrupted(window, signal.reason);
           throw error;
         }
-        if (attempt >= config.run.windowAttempts || !retryable(error)) {
+        if (attempt >= config.run.windowAttempts || !isRetryable(error, 'window')) {
           log.error({ attempt, code: failure.code, err: error }, 'window failed');
           await this.markFailed(window, failure.message);
           onProgress?.({ type: 'window-failed', window, error: failure.message });
           throw error;
         }
         log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
-        await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
+        await sleep(backoffMs(attempt, WINDOW_RETRY_FIRST_MS, WINDOW_RETRY_MAX_MS), undefined, {
+          signal,
+        }).catch(() => {});
       }
     }
   }
@@ -80,7 +90,7 @@ export class RunWindow {
   async markInterrupted(window: Window, reason: unknown): Promise<void> {
     const message = reason instanceof Error ? reason.message : 'interrupted';
     try {
-      await endAttempt(this.#run.pool, this.#schema, window, 'pending', oneLine(message));
+      await endWindowAttempt(this.#attempts, window, 'pending', oneLine(message));
     } catch (error) {
       this.#run.logger.error(
         { err: error, window: windowLabel(window) },
@@ -91,7 +101,7 @@ export class RunWindow {
 
   async markFailed(window: Window, message: string): Promise<void> {
     try {
-      await endAttempt(this.#run.pool, this.#schema, window, 'failed', message);
+      await endWindowAttempt(this.#attempts, window, 'failed', message);
     } catch (error) {
       this.#run.logger.error({ err: error, window: windowLabel(window) }, 'could not record the failure');
     }
@@ -110,41 +120,42 @@ export class RunWindow {
   }
 
   async #attempt(window: Window, windowSignal: AbortSignal, log: Logger): Promise<Staged> {
-    const { api, pool, loader, filters, config } = this.#run;
-    const previous = await readWindow(pool, this.#schema, window);
-    await startAttempt(pool, this.#schema, window, filters);
+    const { api, loader, filters, config } = this.#run;
+    const attempt = await WindowAttempt.start(this.#attempts, window, filters);
     const watchdog = new Watchdog(config.run.stallTimeoutMs, windowSignal);
     try {
-      // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume.
-      // A new load or reload always asks the API for a report: an earlier one may hold figures since restated.
-      const inProgress = previous?.attemptReportId ?? null;
-      const resumed = inProgress === null ? null : await this.#resume(window, inProgress, watchdog, log);
-      if (resumed !== null) return resumed;
+      // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume,
+      // and only while no rows loaded for its dates since are newer. A new load or reload always asks the API for
+      // a report: an earlier one may hold figures since restated.
+      const inProgress = await attempt.resumable((newer, reportId) =>
+        log.info(
+          { reportId, newer: newer.map(windowLabel) },
+          'the report in progress is older than rows loaded since for its dates; asking for a new one',
+        ),
+      );
+      if (inProgress !== null) return await this.#resume(window, inProgress, watchdog, log);
       watchdog.waitingFor('the report to be created');
-      const report = await createReport(api, window, filters, watchdog.signal);
+      const created = await createReport(api, window, filters, watchdog.signal);
       this.#run.counters.reportCreated();
-      await recordReport(pool, this.#schema, window, report.id);
-      log.info({ reportId: report.id }, 'report created');
-      const first = await this.#waitFor(report.id, watchdog);
-      await loader.openWindow(window, report.id, watchdog.signal);
-      const pages = readPages(api, report.id, { first, signal: watchdog.signal });
-      return await this.#stagePages(window, report.id, pages, watchdog, log);
+      const report = await attempt.received(created.id);
+      log.info({ reportId: report.reportId, madeAt: report.madeAt, reused: !report.first }, 'report created');
+      const first = await this.#waitFor(report.reportId, watchdog);
+      await loader.openWindow(window, report.reportId, watchdog.signal);
+      const pages = readPages(api, report.reportId, { first, signal: watchdog.signal });
+      return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
-      if (
-        (error instanceof ApiError && (error.code === 'REPORT_GONE' || error.code === 'REPORT_FAILED')) ||
-        (error instanceof DataError && error.code === 'PAGE_MALFORMED')
-      ) {
-        // A report that is gone, failed or malformed is never resumed: the next attempt creates a new one.
-        await recordReport(pool, this.#schema, window, null);
-      }
+      await attempt.reportEnded(error);
       throw watchdog.reason(error);
     } finally {
       watchdog.stop();
     }
   }
 
-  /** Continues the attempt in progress with its report; null when that report is gone (create another). */
-  async #resume(window: Window, reportId: string, watchdog: Watchdog, log: Logger): Promise<Staged | null> {
+  /**
+   * Continues the attempt in progress with its report. One that is gone fails the attempt: the API hands it back
+   * to an identical request within its reuse period, so the next attempt, after the retry's wait, asks again.
+   */
+  async #resume(window: Window, reportId: string, watchdog: Watchdog, log: Logger): Promise<Staged> {
     const { api, loader } = this.#run;
     const signal = watchdog.signal;
     const progress = await loader.openWindow(window, reportId, signal);
@@ -159,15 +170,9 @@ export class RunWindow {
       });
       return await this.#stagePages(window, reportId, rest, watchdog, log);
     }
-    try {
-      const first = await this.#waitFor(reportId, watchdog);
-      const pages = readPages(api, reportId, { first, signal });
-      return await this.#stagePages(window, reportId, pages, watchdog, log);
-    } catch (error) {
-      if (!(error instanceof ApiError && error.code === 'REPORT_GONE')) throw error;
-      log.info({ reportId }, 'the earlier report is gone; creating another');
-      return null;
-    }
+    const first = await this.#waitFor(reportId, watchdog);
+    const pages = readPages(api, reportId, { first, signal });
+    return await this.#stagePages(window, reportId, pages, watchdog, log);
   }
 
   #waitFor(reportId: string, watchdog: Watchdog): Promise<ReportPage> {
@@ -238,13 +243,4 @@ export function windowFailure(window: Window, error: unknown): WindowFailure {
   const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
   const message = error instanceof Error ? oneLine(error.message) : oneLine(String(error));
   return { start: window.start, end: window.end, code, message };
-}
-
-function retryable(error: unknown): boolean {
-  if (error instanceof ConfigError) return false;
-  if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
-  if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
-  if (error instanceof ApiError && (error.status === 400 || error.status === 401 || error.status === 403))
-    return false;
-  return true;
 }

@@ -1,0 +1,157 @@
+/*
+ * One attempt on a window, the one owner of its state changes and of the data-age rule: it starts, records the
+ * report it receives (with the report's age), notes a report that failed or vanished, and ends failed or
+ * interrupted (endWindowAttempt); the loader records its pages staged, and its commit ends it loaded
+ * (commit.ts, with markLoaded). window-state.ts is the storage.
+ *
+ * The data-age rule: a report is taken as made when the window first received its id, less the API's reuse
+ * period (another identical request may have created it that much earlier). Nothing older replaces anything
+ * newer: a report older than rows loaded since for its dates is neither resumed nor used, and one the window saw
+ * fail or vanish is not polled again, since the API hands it back until its reuse period ends.
+ */
+import type pg from 'pg';
+import { ApiError, DataError } from '../errors.js';
+import type { Clock } from '../model/clock.js';
+import type { Filters } from '../model/filters.js';
+import { type Window, windowLabel } from '../model/window.js';
+import {
+  endAttempt,
+  type KnownReport,
+  newerLoads,
+  readWindow,
+  receiveReport,
+  recordReport,
+  recordReportOutcome,
+  startAttempt,
+} from './window-state.js';
+
+export interface AttemptContext {
+  readonly pool: pg.Pool;
+  readonly schema: string;
+  readonly clock: Clock;
+  /** The API's reuse period (POST_REPORTS_REPORT_REUSE_MS). */
+  readonly reportReuseMs: number;
+}
+
+export class WindowAttempt {
+  readonly #context: AttemptContext;
+  readonly window: Window;
+  /** The report of the attempt in progress this one continues, if any. */
+  #inProgress: { readonly reportId: string; readonly madeAt: Date | null } | null;
+  /** The report being polled or read. */
+  #report: string | null = null;
+
+  private constructor(
+    context: AttemptContext,
+    window: Window,
+    inProgress: { reportId: string; madeAt: Date | null } | null,
+  ) {
+    this.#context = context;
+    this.window = window;
+    this.#inProgress = inProgress;
+  }
+
+  /** Starts an attempt: counts it, and keeps the report of the attempt in progress, if any. */
+  static async start(context: AttemptContext, window: Window, filters: Filters): Promise<WindowAttempt> {
+    const previous = await readWindow(context.pool, context.schema, window);
+    await startAttempt(context.pool, context.schema, window, filters);
+    const reportId = previous?.attemptReportId ?? null;
+    return new WindowAttempt(
+      context,
+      window,
+      reportId === null ? null : { reportId, madeAt: previous?.attemptReportMadeAt ?? null },
+    );
+  }
+
+  /**
+   * The report to resume: the attempt in progress's, unless rows loaded since for its dates are newer (then it is
+   * dropped, and `onStale` told which windows hold them). Null: ask the API for a report.
+   */
+  async resumable(onStale: (newer: readonly Window[], reportId: string) => void): Promise<string | null> {
+    const inProgress = this.#inProgress;
+    if (inProgress === null) return null;
+    const { pool, schema } = this.#context;
+    const newer = await newerLoads(pool, schema, this.window, inProgress.madeAt);
+    if (newer.length > 0) {
+      onStale(newer, inProgress.reportId);
+      await recordReport(pool, schema, this.window, null);
+      this.#inProgress = null;
+      return null;
+    }
+    this.#report = inProgress.reportId;
+    return inProgress.reportId;
+  }
+
+  /**
+   * Records the report the API answered a creation with, and its age (from the window's first receipt of it).
+   * Throws, final for the run, for a report that cannot serve: one the window saw fail or vanish, or one older
+   * than rows loaded since for its dates.
+   */
+  async received(reportId: string): Promise<KnownReport> {
+    const { pool, schema, clock, reportReuseMs } = this.#context;
+    const report = await receiveReport(pool, schema, this.window, reportId, clock.now(), reportReuseMs);
+    const until = new Date(report.receivedAt.getTime() + reportReuseMs);
+    const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+    if (report.outcome === 'failed' || report.outcome === 'gone') {
+      throw new ApiError(
+        report.outcome === 'failed' ? 'REPORT_FAILED' : 'REPORT_GONE',
+        `the API returns the same ${report.outcome === 'failed' ? 'failed' : 'vanished'} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`,
+        { final: true },
+      );
+    }
+    const newer = await newerLoads(pool, schema, this.window, report.madeAt);
+    if (newer.length > 0) {
+      throw new ApiError(
+        'REPORT_STALE',
+        `the API returns report ${report.reportId}, older than the rows loaded for ${newer.map(windowLabel).join(', ')}, until about ${when}: a run after that asks for a new one`,
+        { final: true },
+      );
+    }
+    this.#report = report.reportId;
+    await recordReport(pool, schema, this.window, report);
+    return report;
+  }
+
+  /**
+   * What an error of the attempt means for its report: one that failed, is gone or serves malformed pages (a
+   * next_page token that comes back) is never read again (the next attempt asks for a new one, and should the API
+   * hand this one back, it is recognised). A page token that expired (410) leaves the report as it is: handed
+   * back, it is read again.
+   */
+  async reportEnded(error: unknown): Promise<void> {
+    const outcome = reportOutcome(error);
+    if (outcome === null) return;
+    const { pool, schema } = this.#context;
+    const current = this.#report;
+    if (current !== null && outcome !== 'dropped') {
+      await recordReportOutcome(pool, schema, this.window, current, outcome);
+    }
+    await recordReport(pool, schema, this.window, null);
+  }
+}
+
+/**
+ * What an attempt's error makes of its report: failed or gone (recorded, so that a report handed back is
+ * recognised), dropped (a 410 on a report asked again: the next attempt asks anew), or null (kept).
+ */
+function reportOutcome(error: unknown): 'failed' | 'gone' | 'dropped' | null {
+  if (error instanceof DataError && error.code === 'PAGE_MALFORMED') return 'failed';
+  if (!(error instanceof ApiError)) return null;
+  if (error.code === 'REPORT_FAILED') return 'failed';
+  if (error.code !== 'REPORT_GONE') return null;
+  return error.status === 404 ? 'gone' : 'dropped';
+}
+
+/**
+ * Ends the latest attempt on a window that did not load: 'failed' (its report is dropped, and the next run asks
+ * for a new one) or 'pending' when interrupted (its report is kept, for the next run to resume). A window's
+ * group may end it after its own attempt staged, so it goes by window.
+ */
+export function endWindowAttempt(
+  context: Pick<AttemptContext, 'pool' | 'schema'>,
+  window: Window,
+  outcome: 'failed' | 'pending',
+  message: string,
+): Promise<void> {
+  return endAttempt(context.pool, context.schema, window, outcome, message);
+}
