@@ -10,7 +10,7 @@
  * fail or vanish is not polled again, since the API hands it back until its reuse period ends.
  */
 import type pg from 'pg';
-import { ApiError, DataError } from '../errors.js';
+import { ApiError, DataError, type ErrorCode } from '../errors.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -21,6 +21,7 @@ import {
   readWindow,
   receiveReport,
   recordReport,
+  type ReportOutcome,
   recordReportOutcome,
   startAttempt,
 } from './window-state.js';
@@ -92,13 +93,9 @@ export class WindowAttempt {
     const report = await receiveReport(pool, schema, this.window, reportId, clock.now(), reportReuseMs);
     const until = new Date(report.receivedAt.getTime() + reportReuseMs);
     const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-    if (report.outcome === 'failed' || report.outcome === 'gone') {
-      throw new ApiError(
-        report.outcome === 'failed' ? 'REPORT_FAILED' : 'REPORT_GONE',
-        `the API returns the same ${report.outcome === 'failed' ? 'failed' : 'vanished'} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`,
-        { final: true },
-      );
-    }
+    const again = `the API returns the same ${DEAD_REPORT[report.outcome] ?? ''} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`;
+    const code = DEAD_REPORT_CODE[report.outcome];
+    if (code !== undefined) throw new ApiError(code, again, { final: true });
     const newer = await newerLoads(pool, schema, this.window, report.madeAt);
     if (newer.length > 0) {
       throw new ApiError(
@@ -130,12 +127,24 @@ export class WindowAttempt {
   }
 }
 
+/** How a report that cannot serve is named when the API hands it back. */
+const DEAD_REPORT: Partial<Record<ReportOutcome, string>> = {
+  failed: 'failed',
+  gone: 'vanished',
+  malformed: 'malformed',
+};
+const DEAD_REPORT_CODE: Partial<Record<ReportOutcome, ErrorCode>> = {
+  failed: 'REPORT_FAILED',
+  gone: 'REPORT_GONE',
+  malformed: 'PAGE_MALFORMED',
+};
+
 /**
  * What an attempt's error makes of its report: failed or gone (recorded, so that a report handed back is
  * recognised), dropped (a 410 on a report asked again: the next attempt asks anew), or null (kept).
  */
-function reportOutcome(error: unknown): 'failed' | 'gone' | 'dropped' | null {
-  if (error instanceof DataError && error.code === 'PAGE_MALFORMED') return 'failed';
+function reportOutcome(error: unknown): 'failed' | 'gone' | 'malformed' | 'dropped' | null {
+  if (error instanceof DataError && error.code === 'PAGE_MALFORMED') return 'malformed';
   if (!(error instanceof ApiError)) return null;
   if (error.code === 'REPORT_FAILED') return 'failed';
   if (error.code !== 'REPORT_GONE') return null;
