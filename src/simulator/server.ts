@@ -27,7 +27,7 @@ import {
   validateReportParams,
 } from './report-params.js';
 import { type Report, ReportStore } from './report-store.js';
-import { type RecordedRequest, RequestLog, type SimulatorStats } from './request-log.js';
+import { type RecordedRequest, RequestLog, type ServedListener, type SimulatorStats } from './request-log.js';
 import { Revisions } from './revisions.js';
 import { TokenRejection } from './token-rejection.js';
 
@@ -36,7 +36,7 @@ export type { FieldSchedule } from './field-schedule.js';
 export type { SegmentDimension } from './organization.js';
 export type { ReferenceValue, SimulatorPost } from './reference.js';
 export type { ReportParams } from './report-params.js';
-export type { RecordedRequest, SimulatorStats } from './request-log.js';
+export type { RecordedRequest, ServedListener, SimulatorStats } from './request-log.js';
 
 export interface SimulatorOptions {
   /** Default 1; all data and faults are deterministic from it. */
@@ -103,8 +103,11 @@ export interface RunningSimulator {
    * refusing a request, as for a segment value the organization no longer has); an empty list ends it.
    */
   refuseReports(startDates: readonly string[], message?: string): void;
-  /** POST /reports/posts answers 503 for `durationMs` of the simulator's clock, or until endCreationOutage. */
-  startCreationOutage(durationMs?: number): void;
+  /**
+   * POST /reports/posts answers 503 for `limit` ms of the simulator's clock, or to the next `limit.calls` creation
+   * calls, or until endCreationOutage.
+   */
+  startCreationOutage(limit?: number | { readonly calls: number }): void;
   endCreationOutage(): void;
   /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
   advanceTime(ms: number): void;
@@ -113,6 +116,11 @@ export interface RunningSimulator {
   /** The ids (exact digits) of referencePosts(params), without building records: cheap for 500,000 posts. */
   referenceIds(params: ReportParams): string[];
   stats(): SimulatorStats;
+  /**
+   * Calls `listener` with what each response served, once it was sent whole: `creation`, `page`, or a fault kind
+   * of stats().faults. Returns the function that stops it. Lets a test act on what a client has seen.
+   */
+  onServed(listener: ServedListener): () => void;
   /** The last 10,000 requests. */
   requests(): readonly RecordedRequest[];
   close(): Promise<void>;
@@ -296,8 +304,8 @@ class Simulator {
     this.#refusalMessage = message;
   }
 
-  startCreationOutage(durationMs?: number): void {
-    this.#outage.start(this.now(), durationMs);
+  startCreationOutage(limit?: number | { readonly calls: number }): void {
+    this.#outage.start(this.now(), limit);
   }
 
   endCreationOutage(): void {
@@ -334,6 +342,10 @@ class Simulator {
 
   stats(): SimulatorStats {
     return this.#log.stats();
+  }
+
+  onServed(listener: ServedListener): () => void {
+    return this.#log.listen(listener);
   }
 
   requests(): readonly RecordedRequest[] {
@@ -488,6 +500,7 @@ class Simulator {
 
   async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
     if (this.#outage.active(this.now())) {
+      this.#outage.refused();
       this.#served(response, 'creation-outage');
       sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
       return;
@@ -500,6 +513,7 @@ class Simulator {
     }
     const { report, status } = this.#reportFor(valid);
     this.#log.creationCall(valid.params.start_date, valid.params.end_date);
+    response.once('finish', () => this.#log.served('creation'));
     sendJson(response, 200, JSON.stringify({ id: report.id, status }));
   }
 
@@ -589,7 +603,11 @@ class Simulator {
     const now = this.now();
     const faults = this.#faults;
     const gone = faults.reportGoneAfterPage;
-    if (gone !== null && this.#reports.pagesServed(id) >= gone) {
+    if (
+      gone !== null &&
+      this.#reports.pagesServed(id) >= gone &&
+      'found' in this.#reports.get(id, now, null)
+    ) {
       this.#faults = { ...faults, reportGoneAfterPage: null };
       this.#reports.vanish(id);
     }
@@ -670,7 +688,10 @@ class Simulator {
       body = corruptPageBody(corruption.kind, page, this.#idKeyJson);
     }
     const index = Math.floor(offset / this.#pageSize) + 1;
-    response.once('finish', () => this.#reports.pageServed(report, index));
+    response.once('finish', () => {
+      this.#reports.pageServed(report, index);
+      this.#log.served('page');
+    });
     // Late data reaches a client with the first page of a report created after a revision of its dates.
     if (index === 1 && report.revisions.size > 0) {
       this.#served(response, 'late-data', () => this.#reports.lateDataSeen(report));
@@ -753,12 +774,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     acceptToken: () => simulator.acceptToken(),
     refuseReports: (startDates, message) =>
       simulator.refuseReports(startDates, message ?? 'the request is not valid for this organization'),
-    startCreationOutage: (durationMs) => simulator.startCreationOutage(durationMs),
+    startCreationOutage: (limit) => simulator.startCreationOutage(limit),
     endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),
     referencePosts: (params) => simulator.referencePosts(params),
     referenceIds: (params) => simulator.referenceIds(params),
     stats: () => simulator.stats(),
+    onServed: (listener) => simulator.onServed(listener),
     requests: () => simulator.requests(),
     close() {
       closed ??= new Promise<void>((resolve) => {

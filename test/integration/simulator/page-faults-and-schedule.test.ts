@@ -63,6 +63,20 @@ describe('page faults strike once, where they are placed', () => {
     expect((await readAllPages(simulator, again.id)).length).toBe(10);
   });
 
+  it('a report gone after no page: its first request after creation answers 404, once the fault is armed', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    simulator.setFaults({ reportGoneAfterPage: 0 });
+    const before = simulator.stats().faults['report-gone'] ?? 0;
+    const { id } = await createReport(simulator, week);
+    const first = await page(id);
+    expect(first.status).toBe(404);
+    expect(JSON.parse(first.text)).toMatchObject({ error: { code: 'report_not_found' } });
+    expect(simulator.stats().faults['report-gone']).toBe(before + 1);
+    // Struck once: the report made for the same call serves whole.
+    const again = await createReport(simulator, week);
+    expect((await readAllPages(simulator, again.id)).length).toBe(10);
+  });
+
   it('the token of page three expires once; the same token then serves', async () => {
     simulator.setFaults({ pageTokenExpiresAtPage: 3 });
     const before = simulator.stats().faults['page-token-expired'] ?? 0;
@@ -78,7 +92,7 @@ describe('page faults strike once, where they are placed', () => {
 
   it('refuses impossible pages', () => {
     expect(() => simulator.setFaults({ pageTokenExpiresAtPage: 1 })).toThrow(/from 2/);
-    expect(() => simulator.setFaults({ reportGoneAfterPage: 0 })).toThrow(/from 1/);
+    expect(() => simulator.setFaults({ reportGoneAfterPage: -1 })).toThrow(/from 0/);
   });
 });
 
