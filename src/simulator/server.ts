@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type AnswerGate, Gate, type GateScope } from './answer-gate.js';
 import { parseDay } from './calendar.js';
 import { CreationOutage } from './creation-outage.js';
 import { DEFAULT_FAULTS, drawRequestFault, type Faults, mergeFaults } from './faults.js';
@@ -31,6 +32,7 @@ import { type RecordedRequest, RequestLog, type ServedListener, type SimulatorSt
 import { Revisions } from './revisions.js';
 import { TokenRejection } from './token-rejection.js';
 
+export type { AnswerGate, GateScope } from './answer-gate.js';
 export type { CorruptionKind, Faults } from './faults.js';
 export type { FieldSchedule } from './field-schedule.js';
 export type { SegmentDimension } from './organization.js';
@@ -111,6 +113,12 @@ export interface RunningSimulator {
   endCreationOutage(): void;
   /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
   advanceTime(ms: number): void;
+  /**
+   * From now on, lets `after` answers of `scope` go (pages of records, or the answers of request faults), then
+   * holds the next ones until the gate is released: a test acts while a run waits for its next page, say. A new
+   * gate of a scope releases the one before; close() releases them all.
+   */
+  holdAnswers(scope: GateScope, after: number): AnswerGate;
   /** Exactly the posts a report created now must contain, in served order, with their current figures. */
   referencePosts(params: ReportParams): SimulatorPost[];
   /** The ids (exact digits) of referencePosts(params), without building records: cheap for 500,000 posts. */
@@ -240,6 +248,7 @@ class Simulator {
   readonly closing = new AbortController();
   #faults: Faults;
   #clockOffsetMs = 0;
+  readonly #gates = new Map<GateScope, Gate>();
 
   constructor(options: SimulatorOptions, token: string) {
     const seed = options.seed ?? 1;
@@ -276,6 +285,24 @@ class Simulator {
 
   setFaults(faults: Partial<Faults>): void {
     this.#faults = mergeFaults(this.#faults, faults);
+  }
+
+  holdAnswers(scope: GateScope, after: number): AnswerGate {
+    const gate = new Gate(after);
+    this.#gates.get(scope)?.release();
+    this.#gates.set(scope, gate);
+    return gate;
+  }
+
+  releaseGates(): void {
+    for (const gate of this.#gates.values()) gate.release();
+  }
+
+  /** Waits while a gate of this scope holds answers, or until the answer's client went away. */
+  #gate(scope: GateScope, response: ServerResponse): Promise<void> {
+    const gate = this.#gates.get(scope);
+    if (gate === undefined) return Promise.resolve();
+    return gate.pass(new Promise((resolve) => response.once('close', () => resolve())));
   }
 
   addPosts(date: string, n: number): void {
@@ -454,14 +481,14 @@ class Simulator {
       return;
     }
     this.#log.route(matched.name);
-    if (this.#injectRequestFault(request, response)) return;
+    if (await this.#injectRequestFault(request, response)) return;
 
     if (matched.name === ROUTE_DIMENSIONS) {
       sendJson(response, 200, this.#dimensionsBody);
     } else if (matched.name === ROUTE_CREATE) {
       await this.#create(request, response);
     } else {
-      this.#retrieve(matched.reportId ?? '', url.searchParams.get('page'), response);
+      await this.#retrieve(matched.reportId ?? '', url.searchParams.get('page'), response);
     }
   }
 
@@ -476,7 +503,7 @@ class Simulator {
   }
 
   /** Applies drop / 429 / 5xx; true when the request was answered (or cut) by a fault. */
-  #injectRequestFault(request: IncomingMessage, response: ServerResponse): boolean {
+  async #injectRequestFault(request: IncomingMessage, response: ServerResponse): Promise<boolean> {
     const fault = drawRequestFault(this.#faultRandom, this.#faults);
     if (fault === null) return false;
     if (fault === 'drop') {
@@ -486,6 +513,7 @@ class Simulator {
       return true;
     }
     this.#served(response, fault);
+    await this.#gate('request-fault', response);
     if (fault === 'rate-limit') {
       sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
         'retry-after': String(this.#faults.retryAfterSeconds),
@@ -599,7 +627,7 @@ class Simulator {
     return { report, status };
   }
 
-  #retrieve(id: string, page: string | null, response: ServerResponse): void {
+  async #retrieve(id: string, page: string | null, response: ServerResponse): Promise<void> {
     const now = this.now();
     const faults = this.#faults;
     const gone = faults.reportGoneAfterPage;
@@ -631,9 +659,12 @@ class Simulator {
       sendJson(response, 200, JSON.stringify({ id: report.id, status }));
       return;
     }
-    const offset = page === null ? 0 : this.#pageOffset(report, page, now, response);
+    await this.#gate('page', response);
+    // A held page is answered as of when it goes.
+    const sentAt = this.now();
+    const offset = page === null ? 0 : this.#pageOffset(report, page, sentAt, response);
     if (offset === null) return;
-    this.#sendPage(report, offset, now, response);
+    this.#sendPage(report, offset, sentAt, response);
   }
 
   /** Where the page of a token starts, or null when the token was answered with an error. */
@@ -777,6 +808,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     startCreationOutage: (limit) => simulator.startCreationOutage(limit),
     endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),
+    holdAnswers: (scope, after) => simulator.holdAnswers(scope, after),
     referencePosts: (params) => simulator.referencePosts(params),
     referenceIds: (params) => simulator.referenceIds(params),
     stats: () => simulator.stats(),
@@ -785,6 +817,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     close() {
       closed ??= new Promise<void>((resolve) => {
         simulator.closing.abort();
+        simulator.releaseGates();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -114,8 +114,8 @@ describe('a reload always asks for a new report (the built CLI)', () => {
   });
 
   it('an attempt interrupted by SIGTERM or SIGKILL is resumed with its own report, not created again', async () => {
-    // 200 posts a day, slow responses: 2 pages per window, so the signal lands between pages of the first window.
-    const slow = await startSimulator({ seed: 32, postsPerDay: 200, faults: { latencyMs: 80 } });
+    // 200 posts a day: 2 pages per window; the simulator holds the second until the signal has landed.
+    const slow = await startSimulator({ seed: 32, postsPerDay: 200 });
     onTestFinished(() => slow.close());
     const schema = 'resumed';
     const env = cliEnv(slow, db.url, { POST_REPORTS_SCHEMA: schema, LOG_LEVEL: 'debug' });
@@ -127,10 +127,13 @@ describe('a reload always asks for a new report (the built CLI)', () => {
       ['SIGKILL', 'extracting'],
     ] as const) {
       slow.advanceTime(HOURS_4);
+      const gate = slow.holdAnswers('page', 1);
       const run = startCli(args, env);
       await run.waitForOutput('"msg":"page staged"');
+      await gate.held;
       run.child.kill(signal);
       await run.done;
+      gate.release();
       const { rows } = await db.pool.query(
         `SELECT status, attempt_report_id IS NOT NULL AND attempt_report_id <> report_id AS own
            FROM ${schema}.report_windows WHERE window_start = '2026-06-01'`,

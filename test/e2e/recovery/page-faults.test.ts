@@ -100,13 +100,15 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
       const sim = await simulator(70 + i);
       const schema = `resumed_${i}`;
       const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
-      // Slow pages, so that the kill lands after page two is staged and before page three is.
-      sim.setFaults({ latencyMs: 300 });
+      // Page three is held until the kill, which lands after page two is staged: page three never came.
+      const gate = sim.holdAnswers('page', 2);
       const killed = startCli(args(schema), env);
       await killed.waitForOutput('"page":2,');
+      await gate.held;
       killed.child.kill('SIGKILL');
       expect((await killed.done).signal).toBe('SIGKILL');
-      sim.setFaults({ latencyMs: 0, ...c.faults });
+      gate.release();
+      sim.setFaults(c.faults);
 
       const resumed = await runCli(args(schema), env);
       expect(resumed.code, resumed.stderr).toBe(0);
@@ -125,12 +127,13 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
     const sim = await simulator(80);
     const schema = 'resumed_plain';
     const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
-    sim.setFaults({ latencyMs: 300 });
+    const gate = sim.holdAnswers('page', 2);
     const killed = startCli(args(schema), env);
     await killed.waitForOutput('"page":2,');
+    await gate.held;
     killed.child.kill('SIGKILL');
     await killed.done;
-    sim.setFaults({ latencyMs: 0 });
+    gate.release();
 
     const resumed = await runCli(args(schema), env);
     expect(resumed.code, resumed.stderr).toBe(0);

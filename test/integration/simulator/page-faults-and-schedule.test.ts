@@ -96,6 +96,26 @@ describe('page faults strike once, where they are placed', () => {
   });
 });
 
+describe('a gate on pages', () => {
+  it('lets the pages before it through, holds the next until released, and serves it as of then', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    const { id } = await createReport(simulator, week);
+    const gate = simulator.holdAnswers('page', 1);
+    const first = await page(id);
+    expect(first.status).toBe(200);
+    let answered = false;
+    const second = page(id, String(first.next)).then((answer) => {
+      answered = true;
+      return answer;
+    });
+    await gate.held;
+    expect(answered).toBe(false);
+    gate.release();
+    expect((await second).status).toBe(200);
+    expect(idsOf((await second).text)).toEqual(simulator.referenceIds(week).slice(10, 20).map(BigInt));
+  });
+});
+
 describe('served faults only', () => {
   it('counts a failed report once, when its FAILED status is served; slow responses when sent', async () => {
     const before = simulator.stats().faults;
@@ -112,17 +132,27 @@ describe('served faults only', () => {
 
   it('does not count a 429 whose client went away before it was sent', async () => {
     const before = simulator.stats().faults['rate-limit'] ?? 0;
-    simulator.setFaults({ rateLimitShare: 1, latencyMs: 300 });
+    // The 429 is decided, and held until its client has gone.
+    const gate = simulator.holdAnswers('request-fault', 0);
+    simulator.setFaults({ rateLimitShare: 1 });
     const controller = new AbortController();
     const request = fetch(`${simulator.baseUrl}/reports/posts/dimensions`, {
       headers: headers(simulator),
       signal: controller.signal,
     }).catch(() => 'aborted');
-    setTimeout(() => controller.abort(), 50);
+    await gate.held;
+    controller.abort();
     expect(await request).toBe('aborted');
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    simulator.setFaults({ rateLimitShare: 0, latencyMs: 0 });
+    await gate.abandoned;
+    simulator.setFaults({ rateLimitShare: 0 });
+    gate.release();
+    expect((await getText(simulator, `${simulator.baseUrl}/reports/posts/dimensions`)).status).toBe(200);
     expect(simulator.stats().faults['rate-limit'] ?? 0).toBe(before);
+    // A 429 whose client stays is counted once it is sent.
+    simulator.setFaults({ rateLimitShare: 1 });
+    expect((await getText(simulator, `${simulator.baseUrl}/reports/posts/dimensions`)).status).toBe(429);
+    simulator.setFaults({ rateLimitShare: 0 });
+    expect(simulator.stats().faults['rate-limit']).toBe(before + 1);
   });
 });
 
