@@ -55,7 +55,21 @@ describe("the soak's ledger", () => {
     await db.pool.query(`UPDATE late.posts SET ${'total_spend'} = total_spend + 1 WHERE _window_start = $1`, [
       grid[0]?.start,
     ]);
-    expect((await ledger.check(db.pool, new Set())).problems).toHaveLength(1);
+    // The problem names the window and the posts off by exactly the one added to their spend, field by field.
+    const prefix = `window ${grid[0]?.start}..${grid[0]?.end} holds the figures of no epoch from 1 to 1; against the current truth: `;
+    const problems = (await ledger.check(db.pool, new Set())).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]?.startsWith(prefix)).toBe(true);
+    const lines = (problems[0] ?? '').slice(prefix.length).split('; ');
+    expect(lines).toHaveLength(5);
+    for (const line of lines) {
+      const match =
+        /^post (\d+) field total_spend: loaded \{"number":"([\d.]+)"\}, expected \{"number":"([\d.]+)"\}$/.exec(
+          line,
+        );
+      expect(match, line).not.toBeNull();
+      expect(Math.round((Number(match?.[2]) - Number(match?.[3])) * 100)).toBe(100);
+    }
   });
 });
 
