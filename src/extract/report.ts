@@ -108,7 +108,7 @@ export interface WaitOptions {
  * and poll.maxMs), and
  * returns the DONE answer as the report's first page (so that page 1 is not downloaded twice).
  * A failure status → ApiError('REPORT_FAILED'); not DONE by poll.deadlineMs → ApiError('REPORT_DEADLINE');
- * 404/410 → ApiError('REPORT_GONE').
+ * 400/404/410 → ApiError('REPORT_GONE').
  */
 export async function waitForReport(
   client: ApiClient,

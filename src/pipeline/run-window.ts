@@ -233,6 +233,8 @@ function retryable(error: unknown): boolean {
   if (error instanceof ConfigError) return false;
   if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
   if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
+  // A report gone (a 400 on one of its pages included) is retried with a new report; any other 400 is a refusal.
+  if (error instanceof ApiError && error.code === 'REPORT_GONE') return true;
   if (error instanceof ApiError && (error.status === 400 || error.status === 401 || error.status === 403))
     return false;
   return true;

@@ -46,6 +46,12 @@ export interface Faults extends PageFaults {
   failReportStartDates: string[];
   /** A next_page token older than this answers 410 (null: never expires). */
   pageTokenTtlMs: number | null;
+  /**
+   * The status of a page token the report cannot serve (expired, unknown, or pageTokenExpiresAtPage): 400
+   * invalid_request, as the v4 spec leaves the answer to an invalid page value open (null: 410 for an expired
+   * token, 404 for an unknown one).
+   */
+  pageTokenErrorStatus: 400 | null;
   /** A report older than this answers 404 on every GET (null: never). */
   reportTtlMs: number | null;
   /** Malformed report pages (status DONE). */
@@ -66,6 +72,7 @@ export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
   failReportShare: 0,
   failReportStartDates: [],
   pageTokenTtlMs: null,
+  pageTokenErrorStatus: null,
   reportTtlMs: null,
   corruptPages: null,
   reportStatusOverride: null,
@@ -100,6 +107,11 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
       throw new RangeError(`unknown corruption kind ${JSON.stringify(merged.corruptPages.kind)}`);
     }
     share('corruptPages.share', merged.corruptPages.share);
+  }
+  if (merged.pageTokenErrorStatus !== null && merged.pageTokenErrorStatus !== 400) {
+    throw new RangeError(
+      `fault pageTokenErrorStatus must be 400 or null, got ${merged.pageTokenErrorStatus}`,
+    );
   }
   const status = merged.reportStatusOverride;
   if (status !== null && !(typeof status === 'string' && /^[\x21-\x7e]+$/.test(status))) {

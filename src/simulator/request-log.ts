@@ -34,7 +34,8 @@ export interface SimulatorStats {
 
 /**
  * What a listener hears as it is served (the response sent whole, or the connection cut): `creation` (a creation
- * call answered 200), `page` (a page of records), or a fault kind as counted in SimulatorStats.faults.
+ * call answered 200), `page` (a page of records; then `page-with-next` when it has a next page), or a fault kind as
+ * counted in SimulatorStats.faults.
  */
 export type ServedListener = (kind: string) => void;
 

@@ -125,8 +125,8 @@ export interface RunningSimulator {
   referenceIds(params: ReportParams): string[];
   stats(): SimulatorStats;
   /**
-   * Calls `listener` with what each response served, once it was sent whole: `creation`, `page`, or a fault kind
-   * of stats().faults. Returns the function that stops it. Lets a test act on what a client has seen.
+   * Calls `listener` with what each response served, once it was sent whole: `creation`, `page` (then
+   * `page-with-next` when it has a next page), or a fault kind of stats().faults. Returns the function that stops it. Lets a test act on what a client has seen.
    */
   onServed(listener: ServedListener): () => void;
   /** The last 10,000 requests. */
@@ -682,24 +682,27 @@ class Simulator {
         this.#faults = { ...this.#faults, pageTokenExpiresAtPage: null };
       });
       this.#served(response, 'page-token-expired');
-      sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
+      this.#refuseToken(response, page, 'expired');
       return null;
     }
     if ('missing' in resolved) {
-      if (resolved.missing === 'expired') {
-        this.#served(response, 'page-token-expired');
-        sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
-      } else {
-        sendError(
-          response,
-          404,
-          'page_not_found',
-          `page token ${JSON.stringify(page)} is unknown for this report`,
-        );
-      }
+      if (resolved.missing === 'expired') this.#served(response, 'page-token-expired');
+      this.#refuseToken(response, page, resolved.missing === 'expired' ? 'expired' : 'unknown');
       return null;
     }
     return resolved.found;
+  }
+
+  /** Answers a page token the report cannot serve: 410 or 404, or 400 for every case (pageTokenErrorStatus). */
+  #refuseToken(response: ServerResponse, page: string, why: 'expired' | 'unknown'): void {
+    const token = JSON.stringify(page);
+    if (this.#faults.pageTokenErrorStatus === 400) {
+      sendError(response, 400, 'invalid_request', `the page value ${token} is not valid`);
+    } else if (why === 'expired') {
+      sendError(response, 410, 'page_expired', `page token ${token} has expired`);
+    } else {
+      sendError(response, 404, 'page_not_found', `page token ${token} is unknown for this report`);
+    }
   }
 
   #sendPage(report: Report, offset: number, now: number, response: ServerResponse): void {
@@ -722,6 +725,7 @@ class Simulator {
     response.once('finish', () => {
       this.#reports.pageServed(report, index);
       this.#log.served('page');
+      if (nextPage !== null) this.#log.served('page-with-next');
     });
     // Late data reaches a client with the first page of a report created after a revision of its dates.
     if (index === 1 && report.revisions.size > 0) {

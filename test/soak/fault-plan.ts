@@ -190,11 +190,10 @@ export function drawFaultPlan(
       case 'page-token-expires':
         if (random.chance(0.5)) initial.pageTokenExpiresAtPage = 2 + random.int(2);
         else {
-          // Right after a page was served, before its client asks for the next: the page downloaded ahead of
-          // the one being staged holds a token that can still expire.
+          // Right after a page with a next one was served, before its client asks for that: its token expires.
           initial.pageTokenTtlMs = 60_000;
           timed.push({
-            trigger: { afterServed: 'page', nth: 1 + random.int(2) },
+            trigger: { afterServed: 'page-with-next', nth: 1 + random.int(2) },
             action: { type: 'advance-time', ms: 70_000 },
           });
         }

@@ -77,6 +77,14 @@ const cases: Case[] = [
     status: 410,
     reports: 1,
   },
+  {
+    // The v4 spec leaves the answer to an invalid page value open: a 400 must not fail every resume.
+    name: 'a page token answered 400 at page three',
+    faults: { pageTokenExpiresAtPage: 3, pageTokenErrorStatus: 400 },
+    served: 'page-token-expired',
+    status: 400,
+    reports: 1,
+  },
 ];
 
 describe('a report or a page token gone mid-window (the built CLI)', () => {

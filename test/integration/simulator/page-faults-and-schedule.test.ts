@@ -90,6 +90,23 @@ describe('page faults strike once, where they are placed', () => {
     expect(simulator.stats().faults['page-token-expired']).toBe(before + 1);
   });
 
+  it('answers an unknown page token 404, or 400 when so configured; an expired one 410, or 400', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    const { id } = await createReport(simulator, week);
+    const unknown = await page(id, 'not-a-token');
+    expect(unknown.status).toBe(404);
+    simulator.setFaults({ pageTokenErrorStatus: 400, pageTokenExpiresAtPage: 2 });
+    const first = await page(id);
+    const refused = await page(id, 'not-a-token');
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'invalid_request' } });
+    const expired = await page(id, String(first.next));
+    expect(expired.status).toBe(400);
+    simulator.setFaults({ pageTokenErrorStatus: null });
+    expect((await page(id, String(first.next))).status).toBe(200);
+    expect(() => simulator.setFaults({ pageTokenErrorStatus: 401 as 400 })).toThrow(/400 or null/);
+  });
+
   it('refuses impossible pages', () => {
     expect(() => simulator.setFaults({ pageTokenExpiresAtPage: 1 })).toThrow(/from 2/);
     expect(() => simulator.setFaults({ reportGoneAfterPage: -1 })).toThrow(/from 0/);

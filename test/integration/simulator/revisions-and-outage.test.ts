@@ -117,5 +117,17 @@ describe('what the simulator served, as it is served', () => {
     stop();
     await createReport(simulator, params);
     expect(heard).toEqual(['creation-outage', 'creation', 'page']);
+    // A page with a next one says so too.
+    const many: string[] = [];
+    const stopMany = simulator.onServed((kind) => many.push(kind));
+    simulator.advanceTime(HOURS_4);
+    const month = await createReport(simulator, { start_date: '2025-06-01', end_date: '2025-07-31' });
+    const pages = await readAllPages(simulator, month.id);
+    stopMany();
+    expect(pages.length).toBeGreaterThan(1);
+    expect(many).toEqual([
+      'creation',
+      ...pages.flatMap((_, i) => (i < pages.length - 1 ? ['page', 'page-with-next'] : ['page'])),
+    ]);
   });
 });
