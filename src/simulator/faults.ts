@@ -1,3 +1,4 @@
+import { ERROR_BODY_SHAPES, type ErrorBodyShape } from './http-io.js';
 import { checkPageFaults, NO_PAGE_FAULTS, type PageFaults } from './page-faults.js';
 import type { Random } from './random.js';
 
@@ -52,6 +53,8 @@ export interface Faults extends PageFaults {
    * token, 404 for an unknown one).
    */
   pageTokenErrorStatus: 400 | null;
+  /** The shape of every error body the API sends (see ERROR_BODY_SHAPES); `object` by default. */
+  errorBodyShape: ErrorBodyShape;
   /** A report older than this answers 404 on every GET (null: never). */
   reportTtlMs: number | null;
   /** Malformed report pages (status DONE). */
@@ -73,6 +76,7 @@ export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
   failReportStartDates: [],
   pageTokenTtlMs: null,
   pageTokenErrorStatus: null,
+  errorBodyShape: 'object',
   reportTtlMs: null,
   corruptPages: null,
   reportStatusOverride: null,
@@ -111,6 +115,11 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
   if (merged.pageTokenErrorStatus !== null && merged.pageTokenErrorStatus !== 400) {
     throw new RangeError(
       `fault pageTokenErrorStatus must be 400 or null, got ${merged.pageTokenErrorStatus}`,
+    );
+  }
+  if (!ERROR_BODY_SHAPES.includes(merged.errorBodyShape)) {
+    throw new RangeError(
+      `fault errorBodyShape must be one of ${ERROR_BODY_SHAPES.join(', ')}, got ${JSON.stringify(merged.errorBodyShape)}`,
     );
   }
   const status = merged.reportStatusOverride;

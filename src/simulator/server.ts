@@ -386,6 +386,17 @@ class Simulator {
     });
   }
 
+  /** An error answer, in the error body shape of the moment (Faults.errorBodyShape). */
+  #sendError(
+    response: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    headers: Readonly<Record<string, string>> = {},
+  ): void {
+    sendError(response, status, code, message, headers, this.#faults.errorBodyShape);
+  }
+
   /** Counts a status the server sent outside a request (malformed HTTP). */
   clientError(status: number): void {
     this.#log.outcome(status);
@@ -399,7 +410,7 @@ class Simulator {
       url = new URL(request.url ?? '/', 'http://simulator.invalid');
     } catch {
       this.#record(method, request.url ?? '', '', request);
-      sendError(
+      this.#sendError(
         response,
         400,
         'invalid_request',
@@ -415,7 +426,7 @@ class Simulator {
     }
 
     if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
-      sendError(
+      this.#sendError(
         response,
         404,
         'not_found',
@@ -430,7 +441,7 @@ class Simulator {
   /** Answers 401/403 when the request may not read reports (or a rejection is planned); true when it did. */
   #refused(url: URL, request: IncomingMessage, response: ServerResponse): boolean {
     if (url.searchParams.has('access_token')) {
-      sendError(
+      this.#sendError(
         response,
         401,
         'access_token_not_accepted',
@@ -444,18 +455,18 @@ class Simulator {
         request.headers.authorization === undefined
           ? 'the Authorization header is missing; send Authorization: Bearer <token>'
           : 'the bearer token is not valid';
-      sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
+      this.#sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
       return true;
     }
     const rejection = this.#tokenRejection.next();
     if (rejection !== null) {
       this.#log.fault(`token-rejected-${rejection}`);
       if (rejection === 401) {
-        sendError(response, 401, 'unauthorized', 'the bearer token has expired or was revoked', {
+        this.#sendError(response, 401, 'unauthorized', 'the bearer token has expired or was revoked', {
           'www-authenticate': 'Bearer error="invalid_token"',
         });
       } else {
-        sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
+        this.#sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
       }
       return true;
     }
@@ -472,11 +483,11 @@ class Simulator {
     if ('error' in matched) {
       this.#log.route('unmatched');
       if (matched.error === 405) {
-        sendError(response, 405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
+        this.#sendError(response, 405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
           allow: matched.allow ?? 'GET',
         });
       } else {
-        sendError(response, 404, 'not_found', `no resource at ${JSON.stringify(url.pathname)}`);
+        this.#sendError(response, 404, 'not_found', `no resource at ${JSON.stringify(url.pathname)}`);
       }
       return;
     }
@@ -515,13 +526,13 @@ class Simulator {
     this.#served(response, fault);
     await this.#gate('request-fault', response);
     if (fault === 'rate-limit') {
-      sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
+      this.#sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
         'retry-after': String(this.#faults.retryAfterSeconds),
       });
     } else {
       const status = this.#faultRandom.pick([500, 502, 503] as const);
       const code = { 500: 'internal_error', 502: 'bad_gateway', 503: 'service_unavailable' }[status];
-      sendError(response, status, code, `simulated ${status} failure`);
+      this.#sendError(response, status, code, `simulated ${status} failure`);
     }
     return true;
   }
@@ -530,13 +541,13 @@ class Simulator {
     if (this.#outage.active(this.now())) {
       this.#outage.refused();
       this.#served(response, 'creation-outage');
-      sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
+      this.#sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
       return;
     }
     const valid = await this.#readParams(request, response);
     if (valid === null) return;
     if (this.#refusedStartDates.has(valid.params.start_date)) {
-      sendError(response, 400, 'invalid_request', this.#refusalMessage);
+      this.#sendError(response, 400, 'invalid_request', this.#refusalMessage);
       return;
     }
     const { report, status } = this.#reportFor(valid);
@@ -549,7 +560,7 @@ class Simulator {
   async #readParams(request: IncomingMessage, response: ServerResponse): Promise<ValidParams | null> {
     const contentType = request.headers['content-type'];
     if (!isJsonContentType(contentType)) {
-      sendError(
+      this.#sendError(
         response,
         415,
         'unsupported_media_type',
@@ -562,7 +573,7 @@ class Simulator {
       raw = await readBody(request, MAX_BODY_BYTES, DRAIN_LIMIT_BYTES);
     } catch (error) {
       if (error instanceof BodyError) {
-        sendError(
+        this.#sendError(
           response,
           error.status,
           error.status === 413 ? 'payload_too_large' : 'invalid_request',
@@ -581,14 +592,14 @@ class Simulator {
       body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw));
     } catch (error) {
       const reason = error instanceof SyntaxError ? error.message : 'the body is not valid UTF-8';
-      sendError(response, 400, 'invalid_request', `the request body is not valid JSON: ${reason}`);
+      this.#sendError(response, 400, 'invalid_request', `the request body is not valid JSON: ${reason}`);
       return null;
     }
     try {
       return validateReportParams(body, this.#organization);
     } catch (error) {
       if (!(error instanceof InvalidParamsError)) throw error;
-      sendError(response, 400, 'invalid_request', error.message);
+      this.#sendError(response, 400, 'invalid_request', error.message);
       return null;
     }
   }
@@ -643,7 +654,7 @@ class Simulator {
     if ('missing' in lookup) {
       if (lookup.missing === 'expired') this.#served(response, 'report-expired');
       if (lookup.missing === 'gone') this.#served(response, 'report-gone');
-      sendError(response, 404, 'report_not_found', `report ${JSON.stringify(id)} does not exist`);
+      this.#sendError(response, 404, 'report_not_found', `report ${JSON.stringify(id)} does not exist`);
       return;
     }
     const report = lookup.found;
@@ -697,11 +708,11 @@ class Simulator {
   #refuseToken(response: ServerResponse, page: string, why: 'expired' | 'unknown'): void {
     const token = JSON.stringify(page);
     if (this.#faults.pageTokenErrorStatus === 400) {
-      sendError(response, 400, 'invalid_request', `the page value ${token} is not valid`);
+      this.#sendError(response, 400, 'invalid_request', `the page value ${token} is not valid`);
     } else if (why === 'expired') {
-      sendError(response, 410, 'page_expired', `page token ${token} has expired`);
+      this.#sendError(response, 410, 'page_expired', `page token ${token} has expired`);
     } else {
-      sendError(response, 404, 'page_not_found', `page token ${token} is unknown for this report`);
+      this.#sendError(response, 404, 'page_not_found', `page token ${token} is unknown for this report`);
     }
   }
 
