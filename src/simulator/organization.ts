@@ -116,17 +116,28 @@ export function createOrganization(
   };
 }
 
+/** The lists of GET /reports/posts/dimensions that the spec does not show there, and a simulator may leave out. */
+export type UnshownDimension = 'ad_formats' | 'content_types';
+
 /**
  * The body of GET /reports/posts/dimensions. Whether ad_formats and content_types belong there is not shown
- * in the spec; they are served as extra fields, which a connector must tolerate and must not depend on.
+ * in the spec; they are served as extra fields, which a connector must tolerate and must not depend on, unless
+ * `leftOut` names them.
  */
-export function dimensionsBody(organization: Organization): string {
+export function dimensionsBody(
+  organization: Organization,
+  leftOut: readonly UnshownDimension[] = [],
+): string {
+  const unshown = {
+    ad_formats: organization.adFormats,
+    content_types: organization.contentTypes,
+  };
+  for (const name of leftOut) delete unshown[name];
   return JSON.stringify({
     brands: organization.brands.map((brand) => brand.name),
     markets: organization.markets,
     channels: organization.channels.map((channel) => channel.name),
-    ad_formats: organization.adFormats,
-    content_types: organization.contentTypes,
+    ...unshown,
     custom_segments: organization.segmentDimensions,
   });
 }

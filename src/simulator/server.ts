@@ -13,6 +13,7 @@ import {
   DEFAULT_SEGMENT_DIMENSIONS,
   dimensionsBody,
   type Organization,
+  type UnshownDimension,
 } from './organization.js';
 import { corruptPageBody, pageBody } from './page-body.js';
 import { PostCatalog, type PostRefs } from './post-catalog.js';
@@ -35,7 +36,7 @@ import { TokenRejection } from './token-rejection.js';
 export type { AnswerGate, GateScope } from './answer-gate.js';
 export type { CorruptionKind, Faults } from './faults.js';
 export type { FieldSchedule } from './field-schedule.js';
-export type { SegmentDimension } from './organization.js';
+export type { SegmentDimension, UnshownDimension } from './organization.js';
 export type { ReferenceValue, SimulatorPost } from './reference.js';
 export type { ReportParams } from './report-params.js';
 export type { RecordedRequest, ServedListener, SimulatorStats } from './request-log.js';
@@ -67,6 +68,8 @@ export interface SimulatorOptions {
   fieldSchedule?: FieldSchedule;
   /** Default: Region and "Campaign Type". An empty array configures none. */
   segmentDimensions?: { name: string; values: string[] }[];
+  /** Lists GET /reports/posts/dimensions leaves out (the spec does not show them there). Default: none. */
+  dimensionsWithout?: UnshownDimension[];
   /**
    * Posts dated up to this date (YYYY-MM-DD) have whole-number spends (`1234`), later ones decimals (`1234.56`),
    * as a real history whose first weeks happen to be whole. Default: decimals throughout.
@@ -270,7 +273,7 @@ class Simulator {
     this.#generationDelayMs = options.generationDelayMs ?? 0;
     this.#reportReuseMs = options.reportReuseMs ?? THREE_HOURS_MS;
     this.#pageSize = options.pageSize ?? MAX_PAGE_SIZE;
-    this.#dimensionsBody = dimensionsBody(this.#organization);
+    this.#dimensionsBody = dimensionsBody(this.#organization, options.dimensionsWithout);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
   }
 
