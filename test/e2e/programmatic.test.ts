@@ -12,6 +12,7 @@ import {
 } from '../../src/index.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { compareWithReference } from '../helpers/reference-check.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -159,5 +160,10 @@ describe("the programmatic API (import { backfill, sync } from 'post-reports-etl
       cursor: '2026-03-08',
       posts: 7 * 200,
     });
+    // The tables hold exactly the simulator's posts of those dates, not merely as many as the summary says.
+    const reference = sim.referencePosts({ start_date: '2026-03-02', end_date: '2026-03-08' });
+    const check = await compareWithReference(db.pool, 'prog_sync', reference);
+    expect(check.problems).toEqual([]);
+    expect(check.posts).toBe(reference.length);
   });
 });
