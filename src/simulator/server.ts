@@ -68,6 +68,11 @@ export interface SimulatorOptions {
   fieldSchedule?: FieldSchedule;
   /** Default: Region and "Campaign Type". An empty array configures none. */
   segmentDimensions?: { name: string; values: string[] }[];
+  /**
+   * Default 'guid': report ids are GUID strings; 'numeric': JSON integers past 2^53 (the spec does not show the
+   * id's type), in every answer that carries one.
+   */
+  reportIds?: 'guid' | 'numeric';
   /** Lists GET /reports/posts/dimensions leaves out (the spec does not show them there). Default: none. */
   dimensionsWithout?: UnshownDimension[];
   /**
@@ -252,6 +257,11 @@ class Simulator {
   #faults: Faults;
   #clockOffsetMs = 0;
   readonly #gates = new Map<GateScope, Gate>();
+  /** With numeric report ids: each report's id as served, and back. */
+  readonly #numericIds: {
+    readonly served: Map<string, string>;
+    readonly internal: Map<string, string>;
+  } | null;
 
   constructor(options: SimulatorOptions, token: string) {
     const seed = options.seed ?? 1;
@@ -275,6 +285,26 @@ class Simulator {
     this.#pageSize = options.pageSize ?? MAX_PAGE_SIZE;
     this.#dimensionsBody = dimensionsBody(this.#organization, options.dimensionsWithout);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
+    this.#numericIds = options.reportIds === 'numeric' ? { served: new Map(), internal: new Map() } : null;
+  }
+
+  /** A report's id as JSON, as every answer carries it. */
+  #idJson(report: Report): string {
+    const numeric = this.#numericIds;
+    if (numeric === null) return JSON.stringify(report.id);
+    let served = numeric.served.get(report.id);
+    if (served === undefined) {
+      // Past 2^53: a client that reads it as a JavaScript number loses digits.
+      served = String(9_007_199_254_740_993n + BigInt(numeric.served.size) * 7n);
+      numeric.served.set(report.id, served);
+      numeric.internal.set(served, report.id);
+    }
+    return served;
+  }
+
+  /** `{"id":…,"status":…}` */
+  #statusBody(report: Report, status: string): string {
+    return `{"id":${this.#idJson(report)},"status":${JSON.stringify(status)}}`;
   }
 
   now(): number {
@@ -556,7 +586,7 @@ class Simulator {
     const { report, status } = this.#reportFor(valid);
     this.#log.creationCall(valid.params.start_date, valid.params.end_date);
     response.once('finish', () => this.#log.served('creation'));
-    sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+    sendJson(response, 200, this.#statusBody(report, status));
   }
 
   /** The validated params of a creation call, or null when it was answered with an error. */
@@ -641,7 +671,10 @@ class Simulator {
     return { report, status };
   }
 
-  async #retrieve(id: string, page: string | null, response: ServerResponse): Promise<void> {
+  async #retrieve(pathId: string, page: string | null, response: ServerResponse): Promise<void> {
+    // With numeric ids, only the id as served finds the report.
+    const id =
+      this.#numericIds === null ? pathId : (this.#numericIds.internal.get(pathId) ?? `unknown:${pathId}`);
     const now = this.now();
     const faults = this.#faults;
     const gone = faults.reportGoneAfterPage;
@@ -657,20 +690,20 @@ class Simulator {
     if ('missing' in lookup) {
       if (lookup.missing === 'expired') this.#served(response, 'report-expired');
       if (lookup.missing === 'gone') this.#served(response, 'report-gone');
-      this.#sendError(response, 404, 'report_not_found', `report ${JSON.stringify(id)} does not exist`);
+      this.#sendError(response, 404, 'report_not_found', `report ${JSON.stringify(pathId)} does not exist`);
       return;
     }
     const report = lookup.found;
     if (faults.reportStatusOverride !== null) {
       this.#served(response, 'report-status-override');
-      sendJson(response, 200, JSON.stringify({ id: report.id, status: faults.reportStatusOverride }));
+      sendJson(response, 200, this.#statusBody(report, faults.reportStatusOverride));
       return;
     }
     const status = ReportStore.status(report, now);
     if (status !== 'DONE') {
       // Once per report: polling a failed report again is the same fault seen twice.
       if (status === 'FAILED') this.#served(response, 'fail-report', () => this.#reports.failureSeen(report));
-      sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+      sendJson(response, 200, this.#statusBody(report, status));
       return;
     }
     await this.#gate('page', response);
@@ -728,7 +761,7 @@ class Simulator {
       records.push(this.#generator.render(postDay, refs.indexes[i] ?? 0, report.revisions.get(postDay) ?? 0));
     }
     const nextPage = end < refs.length ? this.#reports.issueToken(report, end, now) : null;
-    const page = { id: report.id, records, nextPage };
+    const page = { idJson: this.#idJson(report), records, nextPage };
     const corruption = this.#faults.corruptPages;
     let body = pageBody(page);
     if (corruption !== null && corruption.share > 0 && this.#faultRandom.chance(corruption.share)) {
