@@ -73,6 +73,11 @@ export interface SimulatorOptions {
    * id's type), in every answer that carries one.
    */
   reportIds?: 'guid' | 'numeric';
+  /**
+   * Default false: every post has one value of each segment dimension. True: a fifth of the posts have no
+   * custom_segments at all, the others none, one or two values of each dimension (the spec shows a list).
+   */
+  variedSegments?: boolean;
   /** Lists GET /reports/posts/dimensions leaves out (the spec does not show them there). Default: none. */
   dimensionsWithout?: UnshownDimension[];
   /**
@@ -274,6 +279,7 @@ class Simulator {
       options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
       compileFieldSchedule(options.fieldSchedule, new Set([idField, 'custom_segments'])),
       options.extraFields ?? {},
+      options.variedSegments ?? false,
     );
     this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
     this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
