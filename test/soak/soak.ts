@@ -448,9 +448,11 @@ function printConcurrent(c: ConcurrentTally): string[] {
   const lines = [
     `soak: ${c.runs} concurrent runs: processes per run ${JSON.stringify(c.processesPerRun)}, shapes ${JSON.stringify(c.shapes)}`,
     `soak: exit codes of their processes ${JSON.stringify(c.exits)}; by run ${JSON.stringify(c.exitSets)}`,
-    `soak: windows a process found loaded by another (windows.byOthers) ${c.byOthers}`,
+    // Which process of a run gets to a window first, and how many calls a process makes before another has
+    // recorded a report, vary from one replay to the next: these two lines are marked as such.
+    `soak: (varies with timing) windows a process found loaded by another (windows.byOthers) ${c.byOthers}`,
     `soak: duplicate live requests ${c.duplicates} (windows whose report two processes of a run were creating or reading at overlapping times, from the recording proxy)`,
-    `soak: creation calls answered: ${c.simulatorCreations} by the simulator, ${c.proxyCreations} handed back whole through the proxy (the rest: their client went away first)`,
+    `soak: (varies with timing) creation calls answered: ${c.simulatorCreations} by the simulator, ${c.proxyCreations} handed back whole through the proxy (the rest: their client went away first)`,
   ];
   if (c.lockHeld > 0) {
     lines.push(
