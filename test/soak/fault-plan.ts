@@ -223,11 +223,12 @@ export function drawFaultPlan(
         break;
     }
   }
-  // A fault that ends the run strikes once the run's other faults have: otherwise an early kill leaves them
-  // nothing to strike.
-  const others = [...kinds].filter((kind) => kind !== keep).flatMap(evidenceOf);
+  // A fault that ends the run strikes once the run's other faults have (otherwise an early kill leaves them
+  // nothing to strike), and once a report was asked for: by then the run holds its database sessions, which a
+  // 429 on its first request, before it connects, would find none of.
+  const others = [...[...kinds].filter((kind) => kind !== keep).flatMap(evidenceOf), 'creation'];
   const ordered =
-    keep === undefined || others.length === 0
+    keep === undefined || others.length === 1
       ? timed
       : timed.map((t) => (isHard(t.action) ? { ...t, trigger: { afterEvery: others } } : t));
   return { kinds: [...kinds], initial, timed: ordered, reviseDates };
