@@ -1,5 +1,5 @@
-/** What a gate can hold: pages of records, or the answers of request faults (429, 5xx). */
-export type GateScope = 'page' | 'request-fault';
+/** What a gate can hold: creation calls, pages of records, or the answers of request faults (429, 5xx). */
+export type GateScope = 'creation' | 'page' | 'request-fault';
 
 /** A gate that lets `after` answers through, then holds the next ones until released. */
 export interface AnswerGate {

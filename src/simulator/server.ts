@@ -127,7 +127,8 @@ export interface RunningSimulator {
   /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
   advanceTime(ms: number): void;
   /**
-   * From now on, lets `after` answers of `scope` go (pages of records, or the answers of request faults), then
+   * From now on, lets `after` answers of `scope` go (creation calls, pages of records, or the answers of request
+   * faults), then
    * holds the next ones until the gate is released: a test acts while a run waits for its next page, say. A new
    * gate of a scope releases the one before; close() releases them all.
    */
@@ -577,6 +578,7 @@ class Simulator {
   }
 
   async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    await this.#gate('creation', response);
     if (this.#outage.active(this.now())) {
       this.#outage.refused();
       this.#served(response, 'creation-outage');
