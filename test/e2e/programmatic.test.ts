@@ -18,13 +18,8 @@ const db = await createTestDatabase();
 let sim: RunningSimulator;
 
 beforeAll(async () => {
-  // 200 posts a day, slow pages: a run is still staging when the test aborts it.
-  sim = await startSimulator({
-    seed: 21,
-    postsPerDay: 200,
-    generationDelayMs: 100,
-    faults: { latencyMs: 30 },
-  });
+  // 200 posts a day: several pages a window, so that a run is still staging when the test aborts it.
+  sim = await startSimulator({ seed: 21, postsPerDay: 200, generationDelayMs: 100 });
 });
 afterAll(async () => {
   await sim.close();
@@ -61,10 +56,14 @@ async function dataSnapshot(schema: string, without: readonly string[] = []): Pr
   return parts.join('\n\n');
 }
 
-/** Runs a reload that is aborted at its first staged page; the outcome is a summary or an ABORTED rejection. */
+/**
+ * Runs a reload that is aborted at its first staged page, while the simulator holds every later page; the outcome
+ * is a summary or an ABORTED rejection.
+ */
 async function abortedReload(schema: string): Promise<RunSummary | EtlError> {
   const controller = new AbortController();
   const events: ProgressEvent[] = [];
+  const gate = sim.holdAnswers('page', 1);
   try {
     return await backfill({
       config: config(schema),
@@ -82,6 +81,7 @@ async function abortedReload(schema: string): Promise<RunSummary | EtlError> {
     if (error instanceof EtlError) return error;
     throw error;
   } finally {
+    gate.release();
     expect(events.some((e) => e.type === 'page-staged')).toBe(true);
   }
 }
