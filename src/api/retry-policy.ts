@@ -25,6 +25,8 @@ export function isRetryable(error: unknown, scope: 'request' | 'window' = 'reque
     if (error instanceof ConfigError) return false;
     if (error instanceof StoreError && error.code === 'SCHEMA_MISMATCH') return false;
     if (error instanceof EtlError && error.code === 'FIELD_TYPE_MISMATCH') return false;
+    // A report gone (a 400 on one of its pages included) is retried with a new report; any other 400 is a refusal.
+    if (error instanceof ApiError && error.code === 'REPORT_GONE' && !error.final) return true;
     if (error instanceof ApiError && (error.final || [400, 401, 403].includes(error.status ?? 0)))
       return false;
     return true;

@@ -40,7 +40,11 @@ export interface FetchedReport {
   body(): unknown;
 }
 
-/** Fetches a report (or one of its pages); 404 and 410 become ApiError('REPORT_GONE'). */
+/**
+ * Fetches a report (or one of its pages); 400, 404 and 410 become ApiError('REPORT_GONE'): the v4 spec leaves the
+ * answer to an unknown id or an invalid page value open, and a request the report cannot serve is not served by
+ * asking again.
+ */
 export async function fetchReport(
   client: ApiClient,
   reportId: string,
@@ -54,7 +58,7 @@ export async function fetchReport(
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 404 || error.status === 410)) {
+    if (error instanceof ApiError && (error.status === 400 || error.status === 404 || error.status === 410)) {
       throw new ApiError(
         'REPORT_GONE',
         `report ${reportId} is gone (${error.status} on ${what}): ${error.body === '' ? '(empty body)' : error.body}`,

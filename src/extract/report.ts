@@ -77,13 +77,17 @@ function answered(error: ApiError): string {
   );
 }
 
-/** The message of an error body: `error.message` or `message` when the body is JSON with one, else the body. */
+/**
+ * The message of an error body: `error.message` or `message` when the body is JSON with one (or a list whose first
+ * entry has one: the spec does not show the body's shape), else the body.
+ */
 export function apiMessage(body: string | undefined): string {
   if (body === undefined || body === '') return '(empty body)';
   try {
     const parsed: unknown = JSON.parse(body);
-    if (isRecord(parsed)) {
-      const inner = isRecord(parsed.error) ? parsed.error.message : parsed.message;
+    const first: unknown = Array.isArray(parsed) ? parsed[0] : parsed;
+    if (isRecord(first)) {
+      const inner = isRecord(first.error) ? first.error.message : first.message;
       if (typeof inner === 'string' && inner !== '') return inner;
     }
   } catch {
@@ -103,7 +107,7 @@ export interface WaitOptions {
  * and poll.maxMs), and
  * returns the DONE answer as the report's first page (so that page 1 is not downloaded twice).
  * A failure status → ApiError('REPORT_FAILED'); not DONE by poll.deadlineMs → ApiError('REPORT_DEADLINE');
- * 404/410 → ApiError('REPORT_GONE').
+ * 400/404/410 → ApiError('REPORT_GONE').
  */
 export async function waitForReport(
   client: ApiClient,

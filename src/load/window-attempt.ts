@@ -18,10 +18,10 @@ import {
   endAttempt,
   type KnownReport,
   newerLoads,
+  type ReportOutcome,
   readWindow,
   receiveReport,
   recordReport,
-  type ReportOutcome,
   recordReportOutcome,
   startAttempt,
 } from './window-state.js';

@@ -1,3 +1,4 @@
+import { ERROR_BODY_SHAPES, type ErrorBodyShape } from './http-io.js';
 import { checkPageFaults, NO_PAGE_FAULTS, type PageFaults } from './page-faults.js';
 import type { Random } from './random.js';
 
@@ -46,6 +47,14 @@ export interface Faults extends PageFaults {
   failReportStartDates: string[];
   /** A next_page token older than this answers 410 (null: never expires). */
   pageTokenTtlMs: number | null;
+  /**
+   * The status of a page token the report cannot serve (expired, unknown, or pageTokenExpiresAtPage): 400
+   * invalid_request, as the v4 spec leaves the answer to an invalid page value open (null: 410 for an expired
+   * token, 404 for an unknown one).
+   */
+  pageTokenErrorStatus: 400 | null;
+  /** The shape of every error body the API sends (see ERROR_BODY_SHAPES); `object` by default. */
+  errorBodyShape: ErrorBodyShape;
   /** A report older than this answers 404 on every GET (null: never). */
   reportTtlMs: number | null;
   /** Malformed report pages (status DONE). */
@@ -66,6 +75,8 @@ export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
   failReportShare: 0,
   failReportStartDates: [],
   pageTokenTtlMs: null,
+  pageTokenErrorStatus: null,
+  errorBodyShape: 'object',
   reportTtlMs: null,
   corruptPages: null,
   reportStatusOverride: null,
@@ -100,6 +111,16 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
       throw new RangeError(`unknown corruption kind ${JSON.stringify(merged.corruptPages.kind)}`);
     }
     share('corruptPages.share', merged.corruptPages.share);
+  }
+  if (merged.pageTokenErrorStatus !== null && merged.pageTokenErrorStatus !== 400) {
+    throw new RangeError(
+      `fault pageTokenErrorStatus must be 400 or null, got ${merged.pageTokenErrorStatus}`,
+    );
+  }
+  if (!ERROR_BODY_SHAPES.includes(merged.errorBodyShape)) {
+    throw new RangeError(
+      `fault errorBodyShape must be one of ${ERROR_BODY_SHAPES.join(', ')}, got ${JSON.stringify(merged.errorBodyShape)}`,
+    );
   }
   const status = merged.reportStatusOverride;
   if (status !== null && !(typeof status === 'string' && /^[\x21-\x7e]+$/.test(status))) {

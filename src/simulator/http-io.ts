@@ -65,13 +65,24 @@ export function sendJson(
   send(response, status, 'application/json; charset=utf-8', text, headers);
 }
 
-/** An error in the shape every simulator error has: `{"error":{"code","message"}}`. */
+/**
+ * How error bodies are shaped: `{"error":{"code","message"}}` (`object`, the default), the message as plain text,
+ * `[{"code","message"}]`, or no body at all. The v4 spec does not show the error body's shape.
+ */
+export const ERROR_BODY_SHAPES = ['object', 'text', 'array', 'empty'] as const;
+export type ErrorBodyShape = (typeof ERROR_BODY_SHAPES)[number];
+
+/** An error with its code and message, in the body shape asked for. */
 export function sendError(
   response: ServerResponse,
   status: number,
   code: string,
   message: string,
   headers: Readonly<Record<string, string>> = {},
+  shape: ErrorBodyShape = 'object',
 ): void {
-  sendJson(response, status, JSON.stringify({ error: { code, message } }), headers);
+  if (shape === 'text') send(response, status, 'text/plain; charset=utf-8', message, headers);
+  else if (shape === 'empty') send(response, status, 'text/plain; charset=utf-8', '', headers);
+  else if (shape === 'array') sendJson(response, status, JSON.stringify([{ code, message }]), headers);
+  else sendJson(response, status, JSON.stringify({ error: { code, message } }), headers);
 }

@@ -118,7 +118,8 @@ export function createOrganization(
 
 /**
  * The body of GET /reports/posts/dimensions. Whether ad_formats and content_types belong there is not shown
- * in the spec; they are served as extra fields, which a connector must tolerate and must not depend on.
+ * in the spec; they are served as extra fields, which a connector must tolerate and must not depend on, unless
+ * `leftOut` names them.
  */
 export function dimensionsBody(
   organization: Organization,

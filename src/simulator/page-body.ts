@@ -1,7 +1,8 @@
 import { type CorruptionKind, ENVELOPE_KINDS } from './faults.js';
 
 export interface Page {
-  readonly id: string;
+  /** The report id as JSON: a quoted string, or the digits of a numeric id. */
+  readonly idJson: string;
   /** Records' JSON texts. */
   readonly records: readonly string[];
   readonly nextPage: string | null;
@@ -19,7 +20,7 @@ export function pageBody(page: Page): Body {
   const next = page.nextPage === null ? 'null' : `"${page.nextPage}"`;
   return {
     contentType: JSON_TYPE,
-    text: `{"id":"${page.id}","status":"DONE","data":[${page.records.join(',')}],"response_metadata":[{"next_page":${next}}]}`,
+    text: `{"id":${page.idJson},"status":"DONE","data":[${page.records.join(',')}],"response_metadata":[{"next_page":${next}}]}`,
   };
 }
 
@@ -113,7 +114,7 @@ export function corruptPageBody(kind: CorruptionKind, page: Page, idKeyJson: str
 function corruptEnvelope(kind: EnvelopeKind, page: Page): Body {
   const records = page.records;
   const next = page.nextPage === null ? 'null' : `"${page.nextPage}"`;
-  const head = `{"id":"${page.id}","status":"DONE"`;
+  const head = `{"id":${page.idJson},"status":"DONE"`;
   switch (kind) {
     case 'data-not-array':
       return {

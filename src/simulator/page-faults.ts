@@ -4,8 +4,8 @@
  */
 export interface PageFaults {
   /**
-   * The next request for a report that has already served this many pages (or more) finds it gone (404
-   * report_not_found), and so does every later one for that report (null: off).
+   * The next request for a report that has already served this many pages (or more; 0: its first request)
+   * finds it gone (404 report_not_found), and so does every later one for that report (null: off).
    */
   reportGoneAfterPage: number | null;
   /**
@@ -22,8 +22,8 @@ export const NO_PAGE_FAULTS: Readonly<PageFaults> = Object.freeze({
 
 export function checkPageFaults(faults: Readonly<PageFaults>): void {
   const gone = faults.reportGoneAfterPage;
-  if (gone !== null && !(Number.isSafeInteger(gone) && gone >= 1)) {
-    throw new RangeError(`fault reportGoneAfterPage must be a page count from 1, got ${gone}`);
+  if (gone !== null && !(Number.isSafeInteger(gone) && gone >= 0)) {
+    throw new RangeError(`fault reportGoneAfterPage must be a page count from 0, got ${gone}`);
   }
   const expires = faults.pageTokenExpiresAtPage;
   if (expires !== null && !(Number.isSafeInteger(expires) && expires >= 2)) {

@@ -7,6 +7,8 @@ import type { ReferenceValue, SimulatorPost } from './reference.js';
 
 /** Salts the random stream of a revised post's figures, apart from its original stream. */
 const REVISION_STREAM = 0x5e71;
+/** Salts the stream of varied segments, so that varying them leaves every other field as it was. */
+const SEGMENTS_STREAM = 0x5e95;
 /** Salts the stream of scheduled fields, so that a schedule leaves every other field as it was. */
 const SCHEDULE_STREAM = 0x5c4d;
 
@@ -152,6 +154,7 @@ export class PostGenerator {
     segments: string[][];
   };
   readonly #extraFields: ExtraFields;
+  readonly #variedSegments: boolean;
   #lastDay = Number.NaN;
   #lastDate = '';
   readonly #wholeSpendThroughDay: number;
@@ -159,7 +162,8 @@ export class PostGenerator {
   /**
    * `wholeSpendThroughDay`: posts dated up to this day have whole-number spends (no fraction digits);
    * `schedule`: fields that appear, or turn decimal, from a date on; `extraFields`: fields that only the posts
-   * of some dates carry.
+   * of some dates carry; `variedSegments`: some posts have no custom_segments, the others none, one or two values
+   * of each dimension (otherwise every post has one value of each).
    */
   constructor(
     organization: Organization,
@@ -168,7 +172,9 @@ export class PostGenerator {
     wholeSpendThroughDay = Number.NEGATIVE_INFINITY,
     schedule: readonly ScheduledField[] = [],
     extraFields: ExtraFields = {},
+    variedSegments = false,
   ) {
+    this.#variedSegments = variedSegments;
     this.#wholeSpendThroughDay = wholeSpendThroughDay;
     this.#organization = organization;
     this.#schedule = schedule;
@@ -228,11 +234,38 @@ export class PostGenerator {
     // A post on a channel without ad formats has none, so an ad_formats filter never selects it.
     if (filter.adFormats !== null && (a.adFormat < 0 || filter.adFormats[a.adFormat] !== 1)) return false;
     if (filter.contentTypes !== null && filter.contentTypes[a.contentType] !== 1) return false;
+    if (this.#variedSegments) {
+      const values = this.#segmentValues(day, index, a);
+      for (let i = 0; i < filter.segments.length; i++) {
+        const flags = filter.segments[i];
+        if (flags !== null && flags !== undefined && !(values?.[i] ?? []).some((v) => flags[v] === 1))
+          return false;
+      }
+      return true;
+    }
     for (let i = 0; i < filter.segments.length; i++) {
       const flags = filter.segments[i];
       if (flags !== null && flags !== undefined && flags[a.segments[i] ?? -1] !== 1) return false;
     }
     return true;
+  }
+
+  /**
+   * A post's segment values, dimension by dimension: one each, or with variedSegments none to two each, or null
+   * for a post without custom_segments at all.
+   */
+  #segmentValues(day: number, index: number, a: PostAttributes): (readonly number[])[] | null {
+    if (!this.#variedSegments) return a.segments.map((value) => [value]);
+    const random = new Random(mixSeed(this.#seed, day, index, SEGMENTS_STREAM));
+    if (random.chance(0.2)) return null;
+    return this.#organization.segmentDimensions.map((dimension, i) => {
+      const first = a.segments[i] ?? 0;
+      const count = random.int(3);
+      if (count === 0) return [];
+      const other =
+        (first + 1 + random.int(Math.max(1, dimension.values.length - 1))) % dimension.values.length;
+      return count === 1 || other === first ? [first] : [first, other];
+    });
   }
 
   #date(day: number): string {
@@ -253,10 +286,10 @@ export class PostGenerator {
     const fields: Record<string, ReferenceValue> = {};
     const text = this.#write(day, index, fields, revision);
     const a = this.attributes(day, index);
-    const segments = this.#organization.segmentDimensions.map((dimension, i) => ({
-      name: dimension.name,
-      value: dimension.values[a.segments[i] ?? 0] ?? '',
-    }));
+    const values = this.#segmentValues(day, index, a) ?? [];
+    const segments = this.#organization.segmentDimensions.flatMap((dimension, i) =>
+      (values[i] ?? []).map((value) => ({ name: dimension.name, value: dimension.values[value] ?? '' })),
+    );
     return { id: this.postId(day, index), date: formatDay(day), text, fields, segments };
   }
 
@@ -310,6 +343,12 @@ export class PostGenerator {
     w.plain('creative_link', `https://cdn.example.com/creatives/${day}-${index}?v=${random.int(9) + 1}`);
     if (inFlight) this.#writeMetrics(w, random, video);
     if (this.#schedule.length > 0) this.#writeScheduled(w, day, index, revision);
+    if (this.#variedSegments) {
+      const values = this.#segmentValues(day, index, a);
+      if (values === null) return `${w.text}}`;
+      const entries = values.flatMap((list, i) => list.map((value) => json.segments[i]?.[value] ?? ''));
+      return `${w.text},"custom_segments":[${entries.join(',')}]}`;
+    }
     let segments = '';
     for (let i = 0; i < a.segments.length; i++) {
       segments += `${i === 0 ? '' : ','}${json.segments[i]?.[a.segments[i] ?? 0] ?? ''}`;

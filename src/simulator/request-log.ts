@@ -32,6 +32,13 @@ export interface SimulatorStats {
   faults: Record<string, number>;
 }
 
+/**
+ * What a listener hears as it is served (the response sent whole, or the connection cut): `creation` (a creation
+ * call answered 200), `page` (a page of records; then `page-with-next` when it has a next page), or a fault kind as
+ * counted in SimulatorStats.faults.
+ */
+export type ServedListener = (kind: string) => void;
+
 const KEPT_REQUESTS = 10_000;
 
 function increment(counts: Record<string, number>, key: string): void {
@@ -49,6 +56,7 @@ export class RequestLog {
   readonly #byStartDate: Record<string, number> = {};
   readonly #callsByWindow: Record<string, number[]> = {};
   readonly #faults: Record<string, number> = {};
+  readonly #listeners = new Set<ServedListener>();
 
   request(entry: RecordedRequest): void {
     this.#requests++;
@@ -69,6 +77,18 @@ export class RequestLog {
 
   fault(kind: string): void {
     increment(this.#faults, kind);
+    this.served(kind);
+  }
+
+  /** Tells the listeners that this was served. */
+  served(kind: string): void {
+    for (const listener of this.#listeners) listener(kind);
+  }
+
+  /** Calls `listener` with everything served from now on, until the returned function is called. */
+  listen(listener: ServedListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   creationCall(startDate: string, endDate: string): void {

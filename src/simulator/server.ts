@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type AnswerGate, Gate, type GateScope } from './answer-gate.js';
 import { parseDay } from './calendar.js';
 import { CreationOutage } from './creation-outage.js';
 import { DEFAULT_FAULTS, drawRequestFault, type Faults, mergeFaults } from './faults.js';
@@ -27,16 +28,17 @@ import {
   validateReportParams,
 } from './report-params.js';
 import { type Report, ReportStore } from './report-store.js';
-import { type RecordedRequest, RequestLog, type SimulatorStats } from './request-log.js';
+import { type RecordedRequest, RequestLog, type ServedListener, type SimulatorStats } from './request-log.js';
 import { Revisions } from './revisions.js';
 import { TokenRejection } from './token-rejection.js';
 
+export type { AnswerGate, GateScope } from './answer-gate.js';
 export type { CorruptionKind, Faults } from './faults.js';
 export type { FieldSchedule } from './field-schedule.js';
 export type { SegmentDimension } from './organization.js';
 export type { ReferenceValue, SimulatorPost } from './reference.js';
 export type { ReportParams } from './report-params.js';
-export type { RecordedRequest, SimulatorStats } from './request-log.js';
+export type { RecordedRequest, ServedListener, SimulatorStats } from './request-log.js';
 
 export interface SimulatorOptions {
   /** Default 1; all data and faults are deterministic from it. */
@@ -66,6 +68,16 @@ export interface SimulatorOptions {
   /** Default: Region and "Campaign Type". An empty array configures none. */
   segmentDimensions?: { name: string; values: string[] }[];
   /**
+   * Default 'guid': report ids are GUID strings; 'numeric': JSON integers past 2^53 (the spec does not show the
+   * id's type), in every answer that carries one.
+   */
+  reportIds?: 'guid' | 'numeric';
+  /**
+   * Default false: every post has one value of each segment dimension. True: a fifth of the posts have no
+   * custom_segments at all, the others none, one or two values of each dimension (the spec shows a list).
+   */
+  variedSegments?: boolean;
+  /**
    * Posts dated up to this date (YYYY-MM-DD) have whole-number spends (`1234`), later ones decimals (`1234.56`),
    * as a real history whose first weeks happen to be whole. Default: decimals throughout.
    */
@@ -76,7 +88,8 @@ export interface SimulatorOptions {
   extraFields?: ExtraFields;
   /**
    * None by default: lists of the dimensions response (`brands`, `markets`, `custom_segments`, …) left out
-   * ('absent') or sent as null, as a service that sends less than the spec shows.
+   * ('absent') or sent as null, as a service that sends less than the spec shows (`ad_formats` and
+   * `content_types` are not even shown there).
    */
   dimensionsLeftOut?: Readonly<Record<string, 'absent' | 'null'>>;
 }
@@ -108,16 +121,31 @@ export interface RunningSimulator {
    * refusing a request, as for a segment value the organization no longer has); an empty list ends it.
    */
   refuseReports(startDates: readonly string[], message?: string): void;
-  /** POST /reports/posts answers 503 for `durationMs` of the simulator's clock, or until endCreationOutage. */
-  startCreationOutage(durationMs?: number): void;
+  /**
+   * POST /reports/posts answers 503 for `limit` ms of the simulator's clock, or to the next `limit.calls` creation
+   * calls, or until endCreationOutage.
+   */
+  startCreationOutage(limit?: number | { readonly calls: number }): void;
   endCreationOutage(): void;
   /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
   advanceTime(ms: number): void;
+  /**
+   * From now on, lets `after` answers of `scope` go (creation calls, pages of records, or the answers of request
+   * faults), then
+   * holds the next ones until the gate is released: a test acts while a run waits for its next page, say. A new
+   * gate of a scope releases the one before; close() releases them all.
+   */
+  holdAnswers(scope: GateScope, after: number): AnswerGate;
   /** Exactly the posts a report created now must contain, in served order, with their current figures. */
   referencePosts(params: ReportParams): SimulatorPost[];
   /** The ids (exact digits) of referencePosts(params), without building records: cheap for 500,000 posts. */
   referenceIds(params: ReportParams): string[];
   stats(): SimulatorStats;
+  /**
+   * Calls `listener` with what each response served, once it was sent whole: `creation`, `page` (then
+   * `page-with-next` when it has a next page), or a fault kind of stats().faults. Returns the function that stops it. Lets a test act on what a client has seen.
+   */
+  onServed(listener: ServedListener): () => void;
   /** The last 10,000 requests. */
   requests(): readonly RecordedRequest[];
   close(): Promise<void>;
@@ -237,6 +265,12 @@ class Simulator {
   readonly closing = new AbortController();
   #faults: Faults;
   #clockOffsetMs = 0;
+  readonly #gates = new Map<GateScope, Gate>();
+  /** With numeric report ids: each report's id as served, and back. */
+  readonly #numericIds: {
+    readonly served: Map<string, string>;
+    readonly internal: Map<string, string>;
+  } | null;
 
   constructor(options: SimulatorOptions, token: string) {
     const seed = options.seed ?? 1;
@@ -249,6 +283,7 @@ class Simulator {
       options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
       compileFieldSchedule(options.fieldSchedule, new Set([idField, 'custom_segments'])),
       options.extraFields ?? {},
+      options.variedSegments ?? false,
     );
     this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
     this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
@@ -260,6 +295,26 @@ class Simulator {
     this.#pageSize = options.pageSize ?? MAX_PAGE_SIZE;
     this.#dimensionsBody = dimensionsBody(this.#organization, options.dimensionsLeftOut);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
+    this.#numericIds = options.reportIds === 'numeric' ? { served: new Map(), internal: new Map() } : null;
+  }
+
+  /** A report's id as JSON, as every answer carries it. */
+  #idJson(report: Report): string {
+    const numeric = this.#numericIds;
+    if (numeric === null) return JSON.stringify(report.id);
+    let served = numeric.served.get(report.id);
+    if (served === undefined) {
+      // Past 2^53: a client that reads it as a JavaScript number loses digits.
+      served = String(9_007_199_254_740_993n + BigInt(numeric.served.size) * 7n);
+      numeric.served.set(report.id, served);
+      numeric.internal.set(served, report.id);
+    }
+    return served;
+  }
+
+  /** `{"id":…,"status":…}` */
+  #statusBody(report: Report, status: string): string {
+    return `{"id":${this.#idJson(report)},"status":${JSON.stringify(status)}}`;
   }
 
   now(): number {
@@ -273,6 +328,24 @@ class Simulator {
 
   setFaults(faults: Partial<Faults>): void {
     this.#faults = mergeFaults(this.#faults, faults);
+  }
+
+  holdAnswers(scope: GateScope, after: number): AnswerGate {
+    const gate = new Gate(after);
+    this.#gates.get(scope)?.release();
+    this.#gates.set(scope, gate);
+    return gate;
+  }
+
+  releaseGates(): void {
+    for (const gate of this.#gates.values()) gate.release();
+  }
+
+  /** Waits while a gate of this scope holds answers, or until the answer's client went away. */
+  #gate(scope: GateScope, response: ServerResponse): Promise<void> {
+    const gate = this.#gates.get(scope);
+    if (gate === undefined) return Promise.resolve();
+    return gate.pass(new Promise((resolve) => response.once('close', () => resolve())));
   }
 
   addPosts(date: string, n: number): void {
@@ -301,8 +374,8 @@ class Simulator {
     this.#refusalMessage = message;
   }
 
-  startCreationOutage(durationMs?: number): void {
-    this.#outage.start(this.now(), durationMs);
+  startCreationOutage(limit?: number | { readonly calls: number }): void {
+    this.#outage.start(this.now(), limit);
   }
 
   endCreationOutage(): void {
@@ -341,6 +414,10 @@ class Simulator {
     return this.#log.stats();
   }
 
+  onServed(listener: ServedListener): () => void {
+    return this.#log.listen(listener);
+  }
+
   requests(): readonly RecordedRequest[] {
     return this.#log.requests();
   }
@@ -350,6 +427,17 @@ class Simulator {
     response.once('finish', () => {
       if (counts()) this.#log.fault(kind);
     });
+  }
+
+  /** An error answer, in the error body shape of the moment (Faults.errorBodyShape). */
+  #sendError(
+    response: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    headers: Readonly<Record<string, string>> = {},
+  ): void {
+    sendError(response, status, code, message, headers, this.#faults.errorBodyShape);
   }
 
   /** Counts a status the server sent outside a request (malformed HTTP). */
@@ -365,7 +453,7 @@ class Simulator {
       url = new URL(request.url ?? '/', 'http://simulator.invalid');
     } catch {
       this.#record(method, request.url ?? '', '', request);
-      sendError(
+      this.#sendError(
         response,
         400,
         'invalid_request',
@@ -381,7 +469,7 @@ class Simulator {
     }
 
     if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
-      sendError(
+      this.#sendError(
         response,
         404,
         'not_found',
@@ -396,7 +484,7 @@ class Simulator {
   /** Answers 401/403 when the request may not read reports (or a rejection is planned); true when it did. */
   #refused(url: URL, request: IncomingMessage, response: ServerResponse): boolean {
     if (url.searchParams.has('access_token')) {
-      sendError(
+      this.#sendError(
         response,
         401,
         'access_token_not_accepted',
@@ -410,18 +498,18 @@ class Simulator {
         request.headers.authorization === undefined
           ? 'the Authorization header is missing; send Authorization: Bearer <token>'
           : 'the bearer token is not valid';
-      sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
+      this.#sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
       return true;
     }
     const rejection = this.#tokenRejection.next();
     if (rejection !== null) {
       this.#log.fault(`token-rejected-${rejection}`);
       if (rejection === 401) {
-        sendError(response, 401, 'unauthorized', 'the bearer token has expired or was revoked', {
+        this.#sendError(response, 401, 'unauthorized', 'the bearer token has expired or was revoked', {
           'www-authenticate': 'Bearer error="invalid_token"',
         });
       } else {
-        sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
+        this.#sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
       }
       return true;
     }
@@ -438,23 +526,23 @@ class Simulator {
     if ('error' in matched) {
       this.#log.route('unmatched');
       if (matched.error === 405) {
-        sendError(response, 405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
+        this.#sendError(response, 405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
           allow: matched.allow ?? 'GET',
         });
       } else {
-        sendError(response, 404, 'not_found', `no resource at ${JSON.stringify(url.pathname)}`);
+        this.#sendError(response, 404, 'not_found', `no resource at ${JSON.stringify(url.pathname)}`);
       }
       return;
     }
     this.#log.route(matched.name);
-    if (this.#injectRequestFault(request, response)) return;
+    if (await this.#injectRequestFault(request, response)) return;
 
     if (matched.name === ROUTE_DIMENSIONS) {
       sendJson(response, 200, this.#dimensionsBody);
     } else if (matched.name === ROUTE_CREATE) {
       await this.#create(request, response);
     } else {
-      this.#retrieve(matched.reportId ?? '', url.searchParams.get('page'), response);
+      await this.#retrieve(matched.reportId ?? '', url.searchParams.get('page'), response);
     }
   }
 
@@ -469,7 +557,7 @@ class Simulator {
   }
 
   /** Applies drop / 429 / 5xx; true when the request was answered (or cut) by a fault. */
-  #injectRequestFault(request: IncomingMessage, response: ServerResponse): boolean {
+  async #injectRequestFault(request: IncomingMessage, response: ServerResponse): Promise<boolean> {
     const fault = drawRequestFault(this.#faultRandom, this.#faults);
     if (fault === null) return false;
     if (fault === 'drop') {
@@ -479,40 +567,44 @@ class Simulator {
       return true;
     }
     this.#served(response, fault);
+    await this.#gate('request-fault', response);
     if (fault === 'rate-limit') {
-      sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
+      this.#sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
         'retry-after': String(this.#faults.retryAfterSeconds),
       });
     } else {
       const status = this.#faultRandom.pick([500, 502, 503] as const);
       const code = { 500: 'internal_error', 502: 'bad_gateway', 503: 'service_unavailable' }[status];
-      sendError(response, status, code, `simulated ${status} failure`);
+      this.#sendError(response, status, code, `simulated ${status} failure`);
     }
     return true;
   }
 
   async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    await this.#gate('creation', response);
     if (this.#outage.active(this.now())) {
+      this.#outage.refused();
       this.#served(response, 'creation-outage');
-      sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
+      this.#sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
       return;
     }
     const valid = await this.#readParams(request, response);
     if (valid === null) return;
     if (this.#refusedStartDates.has(valid.params.start_date)) {
-      sendError(response, 400, 'invalid_request', this.#refusalMessage);
+      this.#sendError(response, 400, 'invalid_request', this.#refusalMessage);
       return;
     }
     const { report, status } = this.#reportFor(valid);
     this.#log.creationCall(valid.params.start_date, valid.params.end_date);
-    sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+    response.once('finish', () => this.#log.served('creation'));
+    sendJson(response, 200, this.#statusBody(report, status));
   }
 
   /** The validated params of a creation call, or null when it was answered with an error. */
   async #readParams(request: IncomingMessage, response: ServerResponse): Promise<ValidParams | null> {
     const contentType = request.headers['content-type'];
     if (!isJsonContentType(contentType)) {
-      sendError(
+      this.#sendError(
         response,
         415,
         'unsupported_media_type',
@@ -525,7 +617,7 @@ class Simulator {
       raw = await readBody(request, MAX_BODY_BYTES, DRAIN_LIMIT_BYTES);
     } catch (error) {
       if (error instanceof BodyError) {
-        sendError(
+        this.#sendError(
           response,
           error.status,
           error.status === 413 ? 'payload_too_large' : 'invalid_request',
@@ -544,14 +636,14 @@ class Simulator {
       body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw));
     } catch (error) {
       const reason = error instanceof SyntaxError ? error.message : 'the body is not valid UTF-8';
-      sendError(response, 400, 'invalid_request', `the request body is not valid JSON: ${reason}`);
+      this.#sendError(response, 400, 'invalid_request', `the request body is not valid JSON: ${reason}`);
       return null;
     }
     try {
       return validateReportParams(body, this.#organization);
     } catch (error) {
       if (!(error instanceof InvalidParamsError)) throw error;
-      sendError(response, 400, 'invalid_request', error.message);
+      this.#sendError(response, 400, 'invalid_request', error.message);
       return null;
     }
   }
@@ -590,11 +682,18 @@ class Simulator {
     return { report, status };
   }
 
-  #retrieve(id: string, page: string | null, response: ServerResponse): void {
+  async #retrieve(pathId: string, page: string | null, response: ServerResponse): Promise<void> {
+    // With numeric ids, only the id as served finds the report.
+    const id =
+      this.#numericIds === null ? pathId : (this.#numericIds.internal.get(pathId) ?? `unknown:${pathId}`);
     const now = this.now();
     const faults = this.#faults;
     const gone = faults.reportGoneAfterPage;
-    if (gone !== null && this.#reports.pagesServed(id) >= gone) {
+    if (
+      gone !== null &&
+      this.#reports.pagesServed(id) >= gone &&
+      'found' in this.#reports.get(id, now, null)
+    ) {
       this.#faults = { ...faults, reportGoneAfterPage: null };
       this.#reports.vanish(id);
     }
@@ -602,25 +701,28 @@ class Simulator {
     if ('missing' in lookup) {
       if (lookup.missing === 'expired') this.#served(response, 'report-expired');
       if (lookup.missing === 'gone') this.#served(response, 'report-gone');
-      sendError(response, 404, 'report_not_found', `report ${JSON.stringify(id)} does not exist`);
+      this.#sendError(response, 404, 'report_not_found', `report ${JSON.stringify(pathId)} does not exist`);
       return;
     }
     const report = lookup.found;
     if (faults.reportStatusOverride !== null) {
       this.#served(response, 'report-status-override');
-      sendJson(response, 200, JSON.stringify({ id: report.id, status: faults.reportStatusOverride }));
+      sendJson(response, 200, this.#statusBody(report, faults.reportStatusOverride));
       return;
     }
     const status = ReportStore.status(report, now);
     if (status !== 'DONE') {
       // Once per report: polling a failed report again is the same fault seen twice.
       if (status === 'FAILED') this.#served(response, 'fail-report', () => this.#reports.failureSeen(report));
-      sendJson(response, 200, JSON.stringify({ id: report.id, status }));
+      sendJson(response, 200, this.#statusBody(report, status));
       return;
     }
-    const offset = page === null ? 0 : this.#pageOffset(report, page, now, response);
+    await this.#gate('page', response);
+    // A held page is answered as of when it goes.
+    const sentAt = this.now();
+    const offset = page === null ? 0 : this.#pageOffset(report, page, sentAt, response);
     if (offset === null) return;
-    this.#sendPage(report, offset, now, response);
+    this.#sendPage(report, offset, sentAt, response);
   }
 
   /** Where the page of a token starts, or null when the token was answered with an error. */
@@ -638,24 +740,27 @@ class Simulator {
         this.#faults = { ...this.#faults, pageTokenExpiresAtPage: null };
       });
       this.#served(response, 'page-token-expired');
-      sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
+      this.#refuseToken(response, page, 'expired');
       return null;
     }
     if ('missing' in resolved) {
-      if (resolved.missing === 'expired') {
-        this.#served(response, 'page-token-expired');
-        sendError(response, 410, 'page_expired', `page token ${JSON.stringify(page)} has expired`);
-      } else {
-        sendError(
-          response,
-          404,
-          'page_not_found',
-          `page token ${JSON.stringify(page)} is unknown for this report`,
-        );
-      }
+      if (resolved.missing === 'expired') this.#served(response, 'page-token-expired');
+      this.#refuseToken(response, page, resolved.missing === 'expired' ? 'expired' : 'unknown');
       return null;
     }
     return resolved.found;
+  }
+
+  /** Answers a page token the report cannot serve: 410 or 404, or 400 for every case (pageTokenErrorStatus). */
+  #refuseToken(response: ServerResponse, page: string, why: 'expired' | 'unknown'): void {
+    const token = JSON.stringify(page);
+    if (this.#faults.pageTokenErrorStatus === 400) {
+      this.#sendError(response, 400, 'invalid_request', `the page value ${token} is not valid`);
+    } else if (why === 'expired') {
+      this.#sendError(response, 410, 'page_expired', `page token ${token} has expired`);
+    } else {
+      this.#sendError(response, 404, 'page_not_found', `page token ${token} is unknown for this report`);
+    }
   }
 
   #sendPage(report: Report, offset: number, now: number, response: ServerResponse): void {
@@ -667,7 +772,7 @@ class Simulator {
       records.push(this.#generator.render(postDay, refs.indexes[i] ?? 0, report.revisions.get(postDay) ?? 0));
     }
     const nextPage = end < refs.length ? this.#reports.issueToken(report, end, now) : null;
-    const page = { id: report.id, records, nextPage };
+    const page = { idJson: this.#idJson(report), records, nextPage };
     const corruption = this.#faults.corruptPages;
     let body = pageBody(page);
     if (corruption !== null && corruption.share > 0 && this.#faultRandom.chance(corruption.share)) {
@@ -675,7 +780,11 @@ class Simulator {
       body = corruptPageBody(corruption.kind, page, this.#idKeyJson);
     }
     const index = Math.floor(offset / this.#pageSize) + 1;
-    response.once('finish', () => this.#reports.pageServed(report, index));
+    response.once('finish', () => {
+      this.#reports.pageServed(report, index);
+      this.#log.served('page');
+      if (nextPage !== null) this.#log.served('page-with-next');
+    });
     // Late data reaches a client with the first page of a report created after a revision of its dates.
     if (index === 1 && report.revisions.size > 0) {
       this.#served(response, 'late-data', () => this.#reports.lateDataSeen(report));
@@ -758,16 +867,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     acceptToken: () => simulator.acceptToken(),
     refuseReports: (startDates, message) =>
       simulator.refuseReports(startDates, message ?? 'the request is not valid for this organization'),
-    startCreationOutage: (durationMs) => simulator.startCreationOutage(durationMs),
+    startCreationOutage: (limit) => simulator.startCreationOutage(limit),
     endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),
+    holdAnswers: (scope, after) => simulator.holdAnswers(scope, after),
     referencePosts: (params) => simulator.referencePosts(params),
     referenceIds: (params) => simulator.referenceIds(params),
     stats: () => simulator.stats(),
+    onServed: (listener) => simulator.onServed(listener),
     requests: () => simulator.requests(),
     close() {
       closed ??= new Promise<void>((resolve) => {
         simulator.closing.abort();
+        simulator.releaseGates();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -44,14 +44,11 @@ describe('backfill (the built CLI against the simulator and PostgreSQL)', () => 
   });
 
   it('resumes after SIGKILL in the middle of a window without creating its report again', async () => {
-    // 200 posts a day: 3 pages per window, so the kill lands between pages of a window. Every request takes a
-    // second: the run could finish the window (and create the next report) before the kill only if the test
-    // read its output seconds late.
+    // 200 posts a day: 3 pages per window, so the kill lands between pages of a window.
     const sim = await startSimulator({
       seed: 8,
       postsPerDay: 200,
       generationDelayMs: 100,
-      faults: { latencyMs: 1_000 },
     });
     onTestFinished(() => sim.close());
     const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
@@ -68,14 +65,16 @@ describe('backfill (the built CLI against the simulator and PostgreSQL)', () => 
       '--schema',
       'killed',
     ];
+    // The simulator holds every page after the first until the kill: the window cannot finish (nor the next
+    // report be created) before it.
+    const gate = sim.holdAnswers('page', 1);
     const run = startCli(args, env);
     await run.waitForOutput('"msg":"page staged"');
-    // From here on a request takes longer still, whatever the run had already sent.
-    sim.setFaults({ latencyMs: 5_000 });
+    await gate.held;
     run.child.kill('SIGKILL');
     const killed = await run.done;
     expect(killed.signal).toBe('SIGKILL');
-    sim.setFaults({ latencyMs: 0 });
+    gate.release();
     expect(sim.stats().reportsCreated).toBe(1);
 
     const rerun = await runCli(args, env);

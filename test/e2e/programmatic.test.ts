@@ -12,18 +12,14 @@ import {
 } from '../../src/index.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { compareWithReference } from '../helpers/reference-check.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 
 beforeAll(async () => {
-  // 200 posts a day, slow pages: a run is still staging when the test aborts it.
-  sim = await startSimulator({
-    seed: 21,
-    postsPerDay: 200,
-    generationDelayMs: 100,
-    faults: { latencyMs: 30 },
-  });
+  // 200 posts a day: several pages a window, so that a run is still staging when the test aborts it.
+  sim = await startSimulator({ seed: 21, postsPerDay: 200, generationDelayMs: 100 });
 });
 afterAll(async () => {
   await sim.close();
@@ -60,10 +56,14 @@ async function dataSnapshot(schema: string, without: readonly string[] = []): Pr
   return parts.join('\n\n');
 }
 
-/** Runs a reload that is aborted at its first staged page; the outcome is a summary or an ABORTED rejection. */
+/**
+ * Runs a reload that is aborted at its first staged page, while the simulator holds every later page; the outcome
+ * is a summary or an ABORTED rejection.
+ */
 async function abortedReload(schema: string): Promise<RunSummary | EtlError> {
   const controller = new AbortController();
   const events: ProgressEvent[] = [];
+  const gate = sim.holdAnswers('page', 1);
   try {
     return await backfill({
       config: config(schema),
@@ -81,6 +81,7 @@ async function abortedReload(schema: string): Promise<RunSummary | EtlError> {
     if (error instanceof EtlError) return error;
     throw error;
   } finally {
+    gate.release();
     expect(events.some((e) => e.type === 'page-staged')).toBe(true);
   }
 }
@@ -159,5 +160,10 @@ describe("the programmatic API (import { backfill, sync } from 'post-reports-etl
       cursor: '2026-03-08',
       posts: 7 * 200,
     });
+    // The tables hold exactly the simulator's posts of those dates, not merely as many as the summary says.
+    const reference = sim.referencePosts({ start_date: '2026-03-02', end_date: '2026-03-08' });
+    const check = await compareWithReference(db.pool, 'prog_sync', reference);
+    expect(check.problems).toEqual([]);
+    expect(check.posts).toBe(reference.length);
   });
 });

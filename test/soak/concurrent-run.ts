@@ -38,6 +38,8 @@ export interface ConcurrentRunOutcome {
   readonly processes: readonly ConcurrentProcess[];
   readonly fired: readonly FaultAction['type'][];
   readonly backendsKilled: number;
+  /** What struck this run alone (FaultyProcessesResult.served). */
+  readonly served: Readonly<Record<string, number>>;
   readonly problems: readonly string[];
   /** Windows some process logged as committed. */
   readonly committed: ReadonlySet<string>;
@@ -101,7 +103,6 @@ export async function concurrentRun(input: ConcurrentRunInput): Promise<Concurre
   input.proxy.take();
   const run = await faultyProcesses(commands, input.sim, input.admin, input.faults, input.guardMs, {
     victim: input.plan.victim,
-    timersFrom: input.proxy.nextCall(),
   });
   const processes = run.processes.map((outcome, index) => ({
     spec: specs[index] as ProcessSpec,
@@ -118,6 +119,7 @@ export async function concurrentRun(input: ConcurrentRunInput): Promise<Concurre
     processes,
     fired: run.fired,
     backendsKilled: run.backendsKilled,
+    served: run.served,
     problems,
     committed,
     byOthers: processes.reduce((sum, process) => sum + byOthers(process.outcome.result.summary), 0),

@@ -22,18 +22,46 @@ export const FAULT_KINDS = [
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
+/**
+ * What shows that a planned kind struck a run: the simulator's count of what it served to that run, or for the
+ * faults the harness deals itself, what it did to the run's processes or their sessions. A kind not listed is
+ * shown by a count of its own name.
+ */
+const EVIDENCE: Readonly<Record<string, readonly string[]>> = {
+  'rate-limit-burst': ['rate-limit'],
+  'server-errors': ['server-error'],
+  'dropped-connections': ['drop'],
+  'slow-responses': ['slow'],
+  'report-fails': ['fail-report'],
+  'report-expires': ['report-expired'],
+  'report-gone': ['report-gone'],
+  'page-token-expires': ['page-token-expired'],
+  'db-connection-killed': ['db-backends-killed'],
+  'late-data-outage': ['late-data', 'creation-outage'],
+};
+
+export function evidenceOf(kind: string): readonly string[] {
+  return EVIDENCE[kind] ?? [kind];
+}
+
 /** Kinds that end the process or its database sessions: never in a --reset run, whose reset must complete. */
 const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'sigkill', 'sigterm'];
 
-/** When a timed fault fires: a delay after the start, or the n-th debug line carrying a message. */
+/**
+ * When a timed fault fires: once the simulator has served the n-th thing of a kind since the run started (a
+ * creation call answered, a page of records, or a fault kind it counts: see RunningSimulator.onServed; nth 0:
+ * as the run starts), once it has served each of some kinds at least once, or at the n-th debug line carrying a
+ * message. Never on a timer: what a run has been served when a fault strikes does not depend on the machine's speed.
+ */
 export type Trigger =
-  | { readonly afterMs: number }
+  | { readonly afterServed: string; readonly nth: number }
+  | { readonly afterEvery: readonly string[] }
   | { readonly afterLog: 'report created' | 'page staged' | 'windows committed'; readonly nth: number };
 
 export type FaultAction =
   | { readonly type: 'set-faults'; readonly faults: Partial<Faults> }
   | { readonly type: 'advance-time'; readonly ms: number }
-  | { readonly type: 'creation-outage'; readonly ms: number }
+  | { readonly type: 'creation-outage'; readonly calls: number }
   | { readonly type: 'kill-db-connections' }
   | { readonly type: 'signal'; readonly signal: 'SIGKILL' | 'SIGTERM' };
 
@@ -57,11 +85,34 @@ export const NO_FAULTS: Partial<Faults> = { ...DEFAULT_FAULTS, retryAfterSeconds
 
 /** A moment in the run where there is still work to hit: mostly a log line of the load itself. */
 function randomTrigger(random: Random): Trigger {
-  if (random.chance(0.2)) return { afterMs: 50 + random.int(600) };
+  if (random.chance(0.2)) {
+    return random.chance(0.5)
+      ? { afterServed: 'creation', nth: 1 }
+      : { afterServed: 'page', nth: 1 + random.int(2) };
+  }
   const at = random.int(6);
   if (at < 2) return { afterLog: 'report created', nth: 1 + at };
   if (at < 5) return { afterLog: 'page staged', nth: at - 1 };
   return { afterLog: 'windows committed', nth: 1 };
+}
+
+/**
+ * A fault drawn by share may strike none of a small run's requests: the first request after the trigger (the
+ * start, or the first creation call) gets it for certain, then the share applies for the rest of the run.
+ */
+function oneForCertain(
+  random: Random,
+  served: string,
+  certain: Partial<Faults>,
+  share: Partial<Faults>,
+): TimedFault[] {
+  const trigger = random.chance(0.5)
+    ? { afterServed: 'creation', nth: 1 }
+    : { afterServed: 'creation', nth: 0 };
+  return [
+    { trigger, action: { type: 'set-faults', faults: certain } },
+    { trigger: { afterServed: served, nth: 1 }, action: { type: 'set-faults', faults: share } },
+  ];
 }
 
 /**
@@ -90,27 +141,32 @@ export function drawFaultPlan(
   for (const kind of kinds) {
     switch (kind) {
       case 'rate-limit-burst': {
-        // A burst: 429s (Retry-After 0 or 1 s) switched on, then off again.
-        const on = random.chance(0.5) ? { afterMs: random.int(300) } : randomTrigger(random);
+        // A burst: 429s (Retry-After 0 or 1 s) switched on, then off again once a few were served.
+        const on = random.chance(0.5)
+          ? { afterServed: 'creation', nth: random.int(3) }
+          : randomTrigger(random);
         const share = 0.3 + random.next() * 0.4;
         const retryAfterSeconds = random.chance(0.8) ? 0 : 1;
         timed.push({
           trigger: on,
           action: { type: 'set-faults', faults: { rateLimitShare: share, retryAfterSeconds } },
         });
-        const offAfter = 'afterMs' in on ? on.afterMs + 200 + random.int(800) : 400 + random.int(1500);
         timed.push({
-          trigger: { afterMs: offAfter },
+          trigger: { afterServed: 'rate-limit', nth: 1 + random.int(6) },
           action: { type: 'set-faults', faults: { rateLimitShare: 0 } },
         });
         break;
       }
-      case 'server-errors':
-        initial.serverErrorShare = 0.05 + random.next() * 0.15;
+      case 'server-errors': {
+        const serverErrorShare = 0.05 + random.next() * 0.15;
+        timed.push(...oneForCertain(random, 'server-error', { serverErrorShare: 1 }, { serverErrorShare }));
         break;
-      case 'dropped-connections':
-        initial.dropShare = 0.03 + random.next() * 0.1;
+      }
+      case 'dropped-connections': {
+        const dropShare = 0.03 + random.next() * 0.1;
+        timed.push(...oneForCertain(random, 'drop', { dropShare: 1 }, { dropShare }));
         break;
+      }
       case 'slow-responses':
         initial.latencyMs = 20 + random.int(150);
         break;
@@ -123,22 +179,21 @@ export function drawFaultPlan(
       case 'report-expires':
         initial.reportTtlMs = 600_000;
         timed.push({
-          trigger: {
-            afterLog: random.pick(['report created', 'page staged'] as const),
-            nth: 1 + random.int(2),
-          },
+          trigger: { afterServed: random.pick(['creation', 'page']), nth: 1 + random.int(2) },
           action: { type: 'advance-time', ms: 700_000 },
         });
         break;
       case 'report-gone':
-        initial.reportGoneAfterPage = 1 + random.int(2);
+        // A filtered run's reports may have one page each: gone at its first request, it strikes for certain.
+        initial.reportGoneAfterPage = kinds.has('filter-reset') ? 0 : random.int(3);
         break;
       case 'page-token-expires':
         if (random.chance(0.5)) initial.pageTokenExpiresAtPage = 2 + random.int(2);
         else {
+          // Right after a page with a next one was served, before its client asks for that: its token expires.
           initial.pageTokenTtlMs = 60_000;
           timed.push({
-            trigger: { afterLog: 'page staged', nth: 1 + random.int(2) },
+            trigger: { afterServed: 'page-with-next', nth: 1 + random.int(2) },
             action: { type: 'advance-time', ms: 70_000 },
           });
         }
@@ -146,11 +201,13 @@ export function drawFaultPlan(
       case 'late-data-outage': {
         const revised = 1 + random.int(3);
         for (let i = 0; i < revised; i += 1) reviseDates.push(random.pick(range.dates));
-        // Creation fails from the start, or once some reports exist; short outages are ridden out by the
-        // retries, longer ones fail windows (which must keep their previous rows).
-        const ms = 200 + random.int(random.chance(0.3) ? 8000 : 2500);
-        const trigger = random.chance(0.5) ? { afterMs: 0 } : { afterLog: 'report created' as const, nth: 1 };
-        timed.push({ trigger, action: { type: 'creation-outage', ms } });
+        // Creation fails from the start, or once some reports exist; short outages (a few calls) are ridden out
+        // by the retries, longer ones fail windows (which must keep their previous rows).
+        const calls = random.chance(0.3) ? 10 + random.int(30) : 1 + random.int(4);
+        const trigger = random.chance(0.5)
+          ? { afterServed: 'creation', nth: 0 }
+          : { afterLog: 'report created' as const, nth: 1 };
+        timed.push({ trigger, action: { type: 'creation-outage', calls } });
         break;
       }
       case 'filter-reset':
@@ -166,5 +223,17 @@ export function drawFaultPlan(
         break;
     }
   }
-  return { kinds: [...kinds], initial, timed, reviseDates };
+  // A fault that ends the run strikes once the run's other faults have (otherwise an early kill leaves them
+  // nothing to strike), and once a report was asked for: by then the run holds its database sessions, which a
+  // 429 on its first request, before it connects, would find none of.
+  const others = [...[...kinds].filter((kind) => kind !== keep).flatMap(evidenceOf), 'creation'];
+  const ordered =
+    keep === undefined || others.length === 1
+      ? timed
+      : timed.map((t) => (isHard(t.action) ? { ...t, trigger: { afterEvery: others } } : t));
+  return { kinds: [...kinds], initial, timed: ordered, reviseDates };
+}
+
+function isHard(action: FaultAction): boolean {
+  return action.type === 'signal' || action.type === 'kill-db-connections';
 }

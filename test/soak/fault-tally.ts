@@ -1,67 +1,76 @@
-import { FAULT_KINDS, type FaultKind } from './fault-plan.js';
+import { evidenceOf, FAULT_KINDS } from './fault-plan.js';
+
+/** One kind over the soak: the runs that planned it, those it struck, and what was served in them. */
+interface KindTally {
+  readonly planned: string[];
+  readonly missed: string[];
+  readonly served: Map<string, number>;
+}
 
 /**
- * What serves as evidence that a planned fault struck: the simulator's own count of what it served, or for
- * the faults the harness deals itself, what it did to a live process or its sessions.
+ * Faults run by run: each faulty run's planned kinds against what struck that run alone, so that a fault served
+ * by a later run never counts for one whose own fault missed.
  */
-const SERVED_AS: Readonly<Record<FaultKind, readonly string[]>> = {
-  'rate-limit-burst': ['rate-limit'],
-  'server-errors': ['server-error'],
-  'dropped-connections': ['drop'],
-  'slow-responses': ['slow'],
-  'report-fails': ['fail-report'],
-  'report-expires': ['report-expired'],
-  'report-gone': ['report-gone'],
-  'page-token-expires': ['page-token-expired'],
-  'db-connection-killed': ['db-backends-killed'],
-  sigkill: ['sigkill'],
-  sigterm: ['sigterm'],
-  'late-data-outage': ['late-data', 'creation-outage'],
-  'filter-reset': ['filter-reset'],
-};
-
-/** Planned faults (runs that planned each kind) and served ones (what actually struck), side by side. */
 export class FaultTally {
-  readonly #planned = new Map<FaultKind, number>();
-  readonly #served = new Map<string, number>();
+  readonly #kinds = new Map<string, KindTally>();
 
-  planned(kinds: readonly FaultKind[]): void {
-    for (const kind of kinds) this.#planned.set(kind, (this.#planned.get(kind) ?? 0) + 1);
-  }
-
-  /** Adds served counts: the simulator's `stats().faults`, or harness counts (`sigkill`, `db-backends-killed`...). */
-  served(counts: Readonly<Record<string, number>>): void {
-    for (const [kind, n] of Object.entries(counts)) {
-      if (n > 0) this.#served.set(kind, (this.#served.get(kind) ?? 0) + n);
+  /** Records one faulty run: its label (`run 12`), its planned kinds, and what was served to it alone. */
+  record(run: string, planned: readonly string[], served: Readonly<Record<string, number>>): void {
+    for (const kind of planned) {
+      let tally = this.#kinds.get(kind);
+      if (tally === undefined) {
+        tally = { planned: [], missed: [], served: new Map() };
+        this.#kinds.set(kind, tally);
+      }
+      tally.planned.push(run);
+      if (!struck(kind, served)) tally.missed.push(run);
+      for (const name of evidenceOf(kind))
+        tally.served.set(name, (tally.served.get(name) ?? 0) + (served[name] ?? 0));
     }
   }
 
-  servedCount(kind: string): number {
-    return this.#served.get(kind) ?? 0;
+  /** The kinds of a run's plan that struck it. */
+  static struck(planned: readonly string[], served: Readonly<Record<string, number>>): string[] {
+    return planned.filter((kind) => struck(kind, served));
   }
 
-  /** One line per planned kind: runs planned, then each served count. */
-  table(): string[] {
-    const lines = FAULT_KINDS.map((kind) => {
-      const served = SERVED_AS[kind].map((name) => `${name} ${this.servedCount(name)}`).join(', ');
-      return `  ${kind.padEnd(22)} planned in ${String(this.#planned.get(kind) ?? 0).padStart(4)} runs, served: ${served}`;
+  /** The planned kinds: the soak's own in their order, then any other in the order first planned. */
+  #ordered(): [string, KindTally][] {
+    const known: string[] = [...FAULT_KINDS];
+    const rank = (kind: string) => (known.includes(kind) ? known.indexOf(kind) : known.length);
+    return [...this.#kinds].sort(([a], [b]) => rank(a) - rank(b));
+  }
+
+  /**
+   * One line per planned kind: the runs that planned it, those it struck, and the runs it missed; with `served`,
+   * what it served in them (counts that vary with timing, where the rest of a seed's table does not).
+   */
+  table(options: { served: boolean }): string[] {
+    return this.#ordered().map(([kind, tally]) => {
+      const planned = tally.planned.length;
+      const counts = [...tally.served].map(([name, n]) => `${name} ${n}`).join(', ');
+      const served = options.served ? ` (served ${counts})` : '';
+      const missed = tally.missed.length === 0 ? '' : `; missed in ${tally.missed.join(', ')}`;
+      return `  ${kind.padEnd(22)} struck in ${String(planned - tally.missed.length).padStart(3)} of ${String(planned).padStart(3)} runs${served}${missed}`;
     });
-    const known = new Set(Object.values(SERVED_AS).flat());
-    const others = [...this.#served].filter(([name]) => !known.has(name));
-    if (others.length > 0) lines.push(`  also served: ${others.map(([k, n]) => `${k} ${n}`).join(', ')}`);
-    return lines;
   }
 
-  /** Each planned kind with a served count of zero: the soak did not test what it claims. */
-  neverServed(): string[] {
-    const missing: string[] = [];
-    for (const kind of FAULT_KINDS) {
-      if ((this.#planned.get(kind) ?? 0) === 0) continue;
-      for (const name of SERVED_AS[kind]) {
-        if (this.servedCount(name) === 0)
-          missing.push(`${kind} was planned in ${this.#planned.get(kind)} runs but ${name} was never served`);
+  /** Each planned kind that struck in none of its runs, or in fewer than `minShare` of them. */
+  failures(minShare: number): string[] {
+    const failures: string[] = [];
+    for (const [kind, tally] of this.#ordered()) {
+      const planned = tally.planned.length;
+      const struckIn = planned - tally.missed.length;
+      if (struckIn === 0 || struckIn < minShare * planned) {
+        failures.push(
+          `${kind} struck in ${struckIn} of the ${planned} runs that planned it (at least ${Math.round(minShare * 100)} % needed)`,
+        );
       }
     }
-    return missing;
+    return failures;
   }
+}
+
+function struck(kind: string, served: Readonly<Record<string, number>>): boolean {
+  return evidenceOf(kind).every((name) => (served[name] ?? 0) > 0);
 }

@@ -12,6 +12,8 @@ export interface FaultyRunResult {
   readonly signalled: Signal | null;
   /** Backends terminated by pg_terminate_backend. */
   readonly backendsKilled: number;
+  /** What struck this run alone: see FaultyProcessesResult.served. */
+  readonly served: Readonly<Record<string, number>>;
   /** Windows the run logged as committed ("windows committed" lines). */
   readonly committed: ReadonlySet<string>;
   /** True when the harness guard had to kill the process: a hang. */
@@ -33,16 +35,17 @@ export interface FaultyProcessesResult {
   readonly fired: readonly FaultAction['type'][];
   /** Backends terminated by pg_terminate_backend (every process's). */
   readonly backendsKilled: number;
+  /**
+   * What struck this run, and only it: the faults the simulator served while its processes were alive (its
+   * stats().faults before and after), and what the harness did to them (`sigkill`, `sigterm`,
+   * `db-backends-killed`).
+   */
+  readonly served: Readonly<Record<string, number>>;
 }
 
 export interface FaultyProcessesOptions {
-  /** The process a kill on a timer hits (default the first). */
+  /** The process a kill triggered by what the simulator served hits (default the first). */
   readonly victim?: number;
-  /**
-   * When the delays of timed faults start (default: when the processes start). Several processes starting at once
-   * take longer to reach the API than one: timing from their first API call keeps the faults on the load.
-   */
-  readonly timersFrom?: Promise<void>;
 }
 
 /** A process to start: its arguments and its environment. */
@@ -85,10 +88,11 @@ function onLogMessages(run: CliRun, onMessage: (msg: string) => void): void {
 
 /**
  * Runs the built CLI once per command, all started at the same moment, with one fault plan: the knobs are set
- * before they start, and the timed faults fire on their trigger (a delay, or the n-th log line with a message,
- * counted over every process's log), never once every process has ended. API faults strike whoever asks; a
- * database kill strikes every process's backends; a signal strikes one process: on a log line, the one that
- * printed it (at work, then), on a timer the victim (or, once it has ended, the first process still alive).
+ * before they start, and the timed faults fire on their trigger (the n-th thing of a kind the simulator served,
+ * or the n-th log line with a message, counted over every process's log), never once every process has ended.
+ * API faults strike whoever asks; a database kill strikes every process's backends; a signal strikes one
+ * process: on a log line, the one that printed it (at work, then), otherwise the victim (or, once it has ended,
+ * the first process still alive).
  */
 export async function faultyProcesses(
   commands: readonly ProcessCommand[],
@@ -99,6 +103,7 @@ export async function faultyProcesses(
   options: FaultyProcessesOptions = {},
 ): Promise<FaultyProcessesResult> {
   const victim = options.victim ?? 0;
+  const before = sim.stats().faults;
   sim.setFaults(plan.initial);
   const runs = commands.map((command) => startCli(command.args, command.env));
   const ended = runs.map(() => false);
@@ -108,7 +113,6 @@ export async function faultyProcesses(
   let backendsKilled = 0;
   const fired: FaultAction['type'][] = [];
   const pending: Promise<void>[] = [];
-  const timers: NodeJS.Timeout[] = [];
 
   const fire = (fault: TimedFault, by: number | null): void => {
     if (ended.every(Boolean)) return;
@@ -122,7 +126,7 @@ export async function faultyProcesses(
         sim.advanceTime(action.ms);
         break;
       case 'creation-outage':
-        sim.startCreationOutage(action.ms);
+        sim.startCreationOutage({ calls: action.calls });
         break;
       case 'kill-db-connections':
         pending.push(
@@ -154,15 +158,21 @@ export async function faultyProcesses(
       }
     });
   }
-  let over = false;
-  const armTimers = (): void => {
-    if (over) return;
-    for (const t of plan.timed) {
-      if ('afterMs' in t.trigger) timers.push(setTimeout(() => fire(t, null), t.trigger.afterMs));
+  const byServed = plan.timed.filter((t) => 'afterServed' in t.trigger);
+  for (const t of byServed) if ('afterServed' in t.trigger && t.trigger.nth === 0) fire(t, null);
+  const served = new Map<string, number>();
+  const byEvery = plan.timed.filter((t) => 'afterEvery' in t.trigger);
+  const stopListening = sim.onServed((kind) => {
+    const n = (served.get(kind) ?? 0) + 1;
+    served.set(kind, n);
+    for (const t of byServed) {
+      if ('afterServed' in t.trigger && t.trigger.afterServed === kind && t.trigger.nth === n) fire(t, null);
     }
-  };
-  if (options.timersFrom === undefined) armTimers();
-  else void options.timersFrom.then(armTimers);
+    for (const t of byEvery) {
+      const every = 'afterEvery' in t.trigger ? t.trigger.afterEvery : [];
+      if (every.includes(kind) && n === 1 && every.every((k) => served.has(k))) fire(t, null);
+    }
+  });
   const results = await Promise.all(
     runs.map(async (run, index) => {
       const guard = setTimeout(() => {
@@ -175,9 +185,8 @@ export async function faultyProcesses(
       return result;
     }),
   );
-  over = true;
+  stopListening();
   sim.endCreationOutage();
-  for (const timer of timers) clearTimeout(timer);
   await Promise.allSettled(pending);
   const processes = results.map((result, index) => ({
     result,
@@ -185,7 +194,31 @@ export async function faultyProcesses(
     committed: committedWindows(result.stderr),
     hung: hung[index] ?? false,
   }));
-  return { processes, fired, backendsKilled };
+  return {
+    processes,
+    fired,
+    backendsKilled,
+    served: servedSince(before, sim.stats().faults, signalled, backendsKilled),
+  };
+}
+
+/** The simulator's fault counts of one run (after minus before), with what the harness did to its processes. */
+function servedSince(
+  before: Readonly<Record<string, number>>,
+  after: Readonly<Record<string, number>>,
+  signalled: readonly (Signal | null)[],
+  backendsKilled: number,
+): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const [kind, n] of Object.entries(after)) {
+    const delta = n - (before[kind] ?? 0);
+    if (delta > 0) counts[kind] = delta;
+  }
+  for (const signal of signalled) {
+    if (signal !== null) counts[signal.toLowerCase()] = (counts[signal.toLowerCase()] ?? 0) + 1;
+  }
+  if (backendsKilled > 0) counts['db-backends-killed'] = backendsKilled;
+  return counts;
 }
 
 /** Runs the built CLI once with a fault plan (faultyProcesses with one process). */
@@ -197,7 +230,7 @@ export async function faultyRun(
   plan: FaultPlan,
   guardMs: number,
 ): Promise<FaultyRunResult> {
-  const { processes, fired, backendsKilled } = await faultyProcesses(
+  const { processes, fired, backendsKilled, served } = await faultyProcesses(
     [{ args, env }],
     sim,
     admin,
@@ -206,5 +239,5 @@ export async function faultyRun(
   );
   const [only] = processes;
   if (only === undefined) throw new Error('faultyProcesses returned no process');
-  return { ...only, fired, backendsKilled };
+  return { ...only, fired, backendsKilled, served };
 }

@@ -57,7 +57,6 @@ export class RecordingProxy {
   /** Reads of a report no creation call seen here was answered with. */
   #unknownReports = 0;
   #creationsAnswered = 0;
-  #onNextCall: (() => void)[] = [];
 
   private constructor(target: string) {
     this.#target = new URL(target);
@@ -89,11 +88,6 @@ export class RecordingProxy {
     this.#calls = [];
     this.#unknownReports = 0;
     return { calls, unknownReports };
-  }
-
-  /** Resolves when the next call arrives. */
-  nextCall(): Promise<void> {
-    return new Promise((resolve) => this.#onNextCall.push(resolve));
   }
 
   /** Creation calls answered 200 and handed back whole, in this proxy's life: the simulator's creationCalls. */
@@ -128,7 +122,6 @@ export class RecordingProxy {
       endMs: null,
     };
     this.#calls.push(call);
-    for (const resolve of this.#onNextCall.splice(0)) resolve();
     const chunks: Buffer[] = [];
     let upstream: http.ClientRequest | undefined;
     request.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -83,14 +83,16 @@ describe('field selection (the built CLI)', () => {
     expect(secrets.length).toBeGreaterThan(10);
     expect(secrets.some((s) => s.includes('@example.com'))).toBe(true);
 
-    // Killed once its first page is staged: the stage it leaves is in the dump too.
-    sim.setFaults({ latencyMs: 400 });
+    // Killed once its first page is staged, while the simulator holds every later page: the stage it leaves is
+    // in the dump too.
+    const gate = sim.holdAnswers('page', 1);
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema, LOG_LEVEL: 'debug' });
     const killed = startCli([...backfill, '--exclude-fields', PRIVATE.join(',')], env);
     await killed.waitForOutput('"msg":"page staged"');
+    await gate.held;
     killed.child.kill('SIGKILL');
     const killedResult = await killed.done;
-    sim.setFaults({ latencyMs: 0 });
+    gate.release();
     const stages = await db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM ${schema}.stage_progress WHERE pages_staged > 0`,
     );

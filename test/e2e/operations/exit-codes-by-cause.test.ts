@@ -100,6 +100,13 @@ describe('exit codes by cause (the built CLI)', () => {
     expect(run.stderr).toContain(`window failed: 2026-03-16..2026-03-22: REPORT_REJECTED: `);
     // A refusal is not retried: the same request would be refused again.
     expect(summary.retries).toBe(0);
+    // The five other windows hold exactly the reference, and the refused one nothing.
+    const others = sim
+      .referencePosts({ start_date: FROM, end_date: TO })
+      .filter((post) => post.date < '2026-03-16' || post.date > '2026-03-22');
+    const check = await compareWithReference(db.pool, schema, others);
+    expect(check.problems).toEqual([]);
+    expect(check.posts).toBe(others.length);
   });
 
   it('an unreachable API or database is exit 1, and nothing is written', async () => {

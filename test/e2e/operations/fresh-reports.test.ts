@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { addDays, todayUtc } from '../../../src/model/dates.js';
 import { gridStart } from '../../../src/pipeline/windows.js';
-import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { type RunningSimulator, type SimulatorStats, startSimulator } from '../../../src/simulator/server.js';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
@@ -44,6 +44,16 @@ async function lookbackWindows(
     [lookbackFrom],
   );
   return rows;
+}
+
+/** The report ids the simulator was asked to read since `before` was taken (GET /reports/posts/{id}). */
+function reportsRead(before: SimulatorStats): Set<string> {
+  const since = sim.requests().slice(-(sim.stats().requests - before.requests));
+  const ids = since
+    .filter((request) => request.method === 'GET')
+    .map((request) => /^\/v4\/reports\/posts\/([^/]+)$/.exec(request.path)?.[1])
+    .filter((id): id is string => id !== undefined && id !== 'dimensions');
+  return new Set(ids);
 }
 
 describe('a reload always asks for a new report (the built CLI)', () => {
@@ -94,28 +104,37 @@ describe('a reload always asks for a new report (the built CLI)', () => {
     // The lookback's reports are created but never become DONE: every window fails on its only attempt.
     sim.advanceTime(HOURS_4);
     sim.setFaults({ reportStatusOverride: 'IN_PROGRESS' });
+    const beforeFailed = sim.stats();
     const failed = await runCli(['sync', '--window-attempts', '1'], {
       ...env,
       POST_REPORTS_POLL_DEADLINE_MS: '300',
     });
     sim.setFaults({ reportStatusOverride: null });
     expect(failed.code, failed.stderr).toBe(3);
-    expect(summaryOf(failed).failures).not.toEqual([]);
-    expect(summaryOf(failed).reportsCreated).toBeGreaterThan(0);
+    // Every window of the lookback failed, each with the one report the simulator made for it.
+    const failedReports = reportsRead(beforeFailed);
+    const planned = summaryOf(failed).windows.planned;
+    expect(summaryOf(failed).failures).toHaveLength(planned);
+    expect(sim.stats().reportsCreated - beforeFailed.reportsCreated).toBe(planned);
+    expect(failedReports.size).toBe(planned);
 
     // Figures are restated after those reports were made: they are stale now.
     sim.reviseFigures(addDays(today, -1));
     sim.advanceTime(HOURS_4);
+    const beforeNext = sim.stats();
     const next = await runCli(['sync'], env);
     expect(next.code, next.stderr).toBe(0);
-    // Every window it loaded got a report of its own: none was read from the failed run's.
-    expect(summaryOf(next).reportsCreated).toBe(summaryOf(next).windows.planned);
+    // Every window it loaded got a new report of its own: none of the failed run's was read again.
+    expect(sim.stats().reportsCreated - beforeNext.reportsCreated).toBe(summaryOf(next).windows.planned);
+    const nextReports = reportsRead(beforeNext);
+    expect(nextReports.size).toBe(summaryOf(next).windows.planned);
+    expect([...nextReports].filter((id) => failedReports.has(id))).toEqual([]);
     expect(await exact(schema)).toEqual([]);
   });
 
   it('an attempt interrupted by SIGTERM or SIGKILL is resumed with its own report, not created again', async () => {
-    // 200 posts a day, slow responses: 2 pages per window, so the signal lands between pages of the first window.
-    const slow = await startSimulator({ seed: 32, postsPerDay: 200, faults: { latencyMs: 80 } });
+    // 200 posts a day: 2 pages per window; the simulator holds the second until the signal has landed.
+    const slow = await startSimulator({ seed: 32, postsPerDay: 200 });
     onTestFinished(() => slow.close());
     const schema = 'resumed';
     const env = cliEnv(slow, db.url, { POST_REPORTS_SCHEMA: schema, LOG_LEVEL: 'debug' });
@@ -127,10 +146,13 @@ describe('a reload always asks for a new report (the built CLI)', () => {
       ['SIGKILL', 'extracting'],
     ] as const) {
       slow.advanceTime(HOURS_4);
+      const gate = slow.holdAnswers('page', 1);
       const run = startCli(args, env);
       await run.waitForOutput('"msg":"page staged"');
+      await gate.held;
       run.child.kill(signal);
       await run.done;
+      gate.release();
       const { rows } = await db.pool.query(
         `SELECT status, attempt_report_id IS NOT NULL AND attempt_report_id <> report_id AS own
            FROM ${schema}.report_windows WHERE window_start = '2026-06-01'`,

@@ -128,10 +128,10 @@ describe('many processes on one schema (the built CLI)', () => {
     expect(reset.stderr).toContain(
       '--reset needs schema \\"reset_waits\\" alone, and other runs are working on it',
     );
-    // The reset came after the run: what it loaded is gone, and the sync loaded from its start date.
-    const { rows } = await db.pool.query<{ first: string }>(
-      `SELECT min(_window_start)::text AS first FROM ${schema}.posts`,
-    );
-    expect(rows[0]?.first).toBe('2026-06-01');
+    // The reset came after the run: what it loaded is gone, and the schema holds exactly what the sync loaded,
+    // from its start date to its cursor.
+    const cursor = String(reset.summary?.cursor);
+    expect(reset.summary).toMatchObject({ from: '2026-06-01' });
+    expect(await exact(schema, '2026-06-01', cursor)).toEqual([]);
   });
 });

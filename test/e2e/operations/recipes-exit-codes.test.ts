@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { CLI, runProgram } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { needPython } from '../../helpers/python.js';
 
 const README = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
 const DOCKERFILE = await readFile(new URL('../../../Dockerfile', import.meta.url), 'utf8');
@@ -69,8 +69,6 @@ function run(file: string, args: readonly string[], env: Record<string, string>,
   return runProgram(file, args, env, { cwd });
 }
 
-const hasPython = spawnSync('python3', ['--version']).status === 0;
-
 describe('every scheduling recipe of the README hands the exit code to its scheduler (a failing run)', () => {
   it('cron: the line exits with the run’s code after mailing it', async () => {
     const line = recipe('**cron**', 'cron');
@@ -118,7 +116,8 @@ describe('every scheduling recipe of the README hands the exit code to its sched
     expect(/onExitCodes: \{ operator: In, values: \[(\d+)\] \}/.exec(yaml)?.[1]).toBe(String(EXIT.usage));
   });
 
-  it.skipIf(!hasPython)('Dagster: the asset raises Failure with the run’s code', async () => {
+  it('Dagster: the asset raises Failure with the run’s code', async () => {
+    needPython();
     const python = recipe('**Dagster**', 'python');
     // Dagster itself is not needed to run the asset's body: a stand-in module with the three names it imports.
     await writeFile(

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { CLI, type CliResult, runCli, runProgram } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { needPython } from '../../helpers/python.js';
 import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
 
@@ -23,7 +24,6 @@ const JOB = join(ROOT, 'recipes', 'kubernetes', 'backfill-job.yaml');
 const CRONJOB = join(ROOT, 'recipes', 'kubernetes', 'sync-cronjob.yaml');
 const DOCKERFILE = await readFile(join(ROOT, 'Dockerfile'), 'utf8');
 const db = await createTestDatabase();
-const hasPython = spawnSync('python3', ['--version']).status === 0;
 /** Holds `bin/post-reports-etl` (this checkout's CLI) and Python's bytecode, which must not land in recipes/. */
 let work: string;
 
@@ -218,8 +218,9 @@ it('the Fan-out guide (docs/fan-out.md, linked from the README) names every reci
   );
 });
 
-describe.skipIf(!hasPython)('the Python recipes compile', () => {
+describe('the Python recipes compile', () => {
   it.each([AIRFLOW, DAGSTER])('%s', async (file) => {
+    needPython();
     const result = await runProcess('python3', ['-m', 'py_compile', file], {
       PATH: process.env.PATH ?? '',
       PYTHONPYCACHEPREFIX: join(work, 'pycache'),
@@ -229,104 +230,98 @@ describe.skipIf(!hasPython)('the Python recipes compile', () => {
 });
 
 describe('the fan-out recipes: many processes on one schema, each window loaded once (the built CLI)', () => {
-  it.skipIf(!hasPython)(
-    'Airflow catchup: 4 weekly-DAG intervals started at once, plus 2 duplicate triggers of the first',
-    async () => {
-      const sim = await simulatorForTest(71);
-      const env = orchestratorEnv(sim, 'airflow_catchup');
-      const { BACKFILL_INTERVAL_COMMAND: command } = (await python(
-        ['-c', CONSTANTS_PY, AIRFLOW, 'BACKFILL_INTERVAL_COMMAND'],
-        env,
-      )) as { BACKFILL_INTERVAL_COMMAND: string };
-      // Four-week intervals (the command does not depend on the schedule): each run has several windows, so the
-      // duplicates meet windows claimed by the first run and by each other.
-      const first = '2026-06-01';
-      const intervals = [0, 1, 2, 3].map((i) => ({
-        dataIntervalStart: addDays(first, 28 * i),
-        dataIntervalEnd: addDays(first, 28 * (i + 1)),
-      }));
-      const [firstInterval] = intervals;
-      const triggered = [...intervals, firstInterval, firstInterval].map((interval) =>
-        renderAirflow(command, interval ?? {}),
-      );
-      expect(triggered[0]).toContain('backfill --from 2026-06-01 --to 2026-06-28 | tail -n 1');
-      const results = await Promise.all(triggered.map((line) => runBash(line, env)));
+  it('Airflow catchup: 4 weekly-DAG intervals started at once, plus 2 duplicate triggers of the first', async () => {
+    needPython();
+    const sim = await simulatorForTest(71);
+    const env = orchestratorEnv(sim, 'airflow_catchup');
+    const { BACKFILL_INTERVAL_COMMAND: command } = (await python(
+      ['-c', CONSTANTS_PY, AIRFLOW, 'BACKFILL_INTERVAL_COMMAND'],
+      env,
+    )) as { BACKFILL_INTERVAL_COMMAND: string };
+    // Four-week intervals (the command does not depend on the schedule): each run has several windows, so the
+    // duplicates meet windows claimed by the first run and by each other.
+    const first = '2026-06-01';
+    const intervals = [0, 1, 2, 3].map((i) => ({
+      dataIntervalStart: addDays(first, 28 * i),
+      dataIntervalEnd: addDays(first, 28 * (i + 1)),
+    }));
+    const [firstInterval] = intervals;
+    const triggered = [...intervals, firstInterval, firstInterval].map((interval) =>
+      renderAirflow(command, interval ?? {}),
+    );
+    expect(triggered[0]).toContain('backfill --from 2026-06-01 --to 2026-06-28 | tail -n 1');
+    const results = await Promise.all(triggered.map((line) => runBash(line, env)));
 
-      const summaries = results.map(expectSucceeded);
-      for (const summary of summaries) expectAllAccountedFor(summary);
-      const last = addDays(first, 28 * 4 - 1);
-      await expectExact(sim, 'airflow_catchup', first, last);
-      expectOneReportPerWindow(sim, first, last);
-      // Every window loaded by one process: the duplicates counted the first interval's as done by others.
-      const loaded = summaries.reduce((sum, s) => sum + s.windows.loaded, 0);
-      expect(loaded).toBe(cutWindows(first, last, 7).length);
-      const firstIntervalRuns = [summaries[0], summaries[4], summaries[5]];
-      expect(firstIntervalRuns.reduce((sum, s) => sum + (s?.windows.loaded ?? 0), 0)).toBe(4);
-    },
-  );
+    const summaries = results.map(expectSucceeded);
+    for (const summary of summaries) expectAllAccountedFor(summary);
+    const last = addDays(first, 28 * 4 - 1);
+    await expectExact(sim, 'airflow_catchup', first, last);
+    expectOneReportPerWindow(sim, first, last);
+    // Every window loaded by one process: the duplicates counted the first interval's as done by others.
+    const loaded = summaries.reduce((sum, s) => sum + s.windows.loaded, 0);
+    expect(loaded).toBe(cutWindows(first, last, 7).length);
+    const firstIntervalRuns = [summaries[0], summaries[4], summaries[5]];
+    expect(firstIntervalRuns.reduce((sum, s) => sum + (s?.windows.loaded ?? 0), 0)).toBe(4);
+  });
 
-  it.skipIf(!hasPython)(
-    'Airflow mapping: the plan’s windows to load, one process each, at once (one window loaded before)',
-    async () => {
-      const sim = await simulatorForTest(72);
-      const schema = 'airflow_mapped';
-      const env = orchestratorEnv(sim, schema);
-      const params = { from_date: '2026-07-01', to_date: '2026-08-12' };
-      const windows = cutWindows(params.from_date, params.to_date, 7);
-      // Another run loaded one window of the range earlier.
-      const loadedBefore = windows[2];
-      expect(loadedBefore).toEqual({ start: '2026-07-13', end: '2026-07-19' });
-      expectSucceeded(
-        await runCli(
-          ['backfill', '--from', '2026-07-13', '--to', '2026-07-19'],
-          orchestratorEnv(sim, schema),
-        ),
-      );
+  it('Airflow mapping: the plan’s windows to load, one process each, at once (one window loaded before)', async () => {
+    needPython();
+    const sim = await simulatorForTest(72);
+    const schema = 'airflow_mapped';
+    const env = orchestratorEnv(sim, schema);
+    const params = { from_date: '2026-07-01', to_date: '2026-08-12' };
+    const windows = cutWindows(params.from_date, params.to_date, 7);
+    // Another run loaded one window of the range earlier.
+    const loadedBefore = windows[2];
+    expect(loadedBefore).toEqual({ start: '2026-07-13', end: '2026-07-19' });
+    expectSucceeded(
+      await runCli(['backfill', '--from', '2026-07-13', '--to', '2026-07-19'], orchestratorEnv(sim, schema)),
+    );
 
-      const { PLAN_COMMAND } = (await python(['-c', CONSTANTS_PY, AIRFLOW, 'PLAN_COMMAND'], env)) as {
-        PLAN_COMMAND: string;
-      };
-      const before = await snapshotSchema(db.pool, schema);
-      const requestsBefore = sim.stats().requests;
-      const plan = await runBash(renderAirflow(PLAN_COMMAND, { params }), env);
-      expect(plan.code, plan.stderr).toBe(EXIT.ok);
-      // The plan is read-only: no API call, nothing written.
-      expect(sim.stats().requests).toBe(requestsBefore);
-      expect(await snapshotSchema(db.pool, schema)).toBe(before);
-      const lines = plan.stdout
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as PlanLine);
-      expect(lines.map(({ start, end }) => ({ start, end }))).toEqual(windows);
-      expect(lines.map((l) => [l.state, l.load])).toEqual(
-        windows.map((w) => (w.start === loadedBefore?.start ? ['loaded', false] : ['todo', true])),
-      );
-      const loadedRows = sim.referencePosts({ start_date: '2026-07-13', end_date: '2026-07-19' }).length;
-      expect(lines.map((l) => [l.rows, l.claimedBy])).toEqual(
-        windows.map((w) => [w.start === loadedBefore?.start ? loadedRows : null, null]),
-      );
+    const { PLAN_COMMAND } = (await python(['-c', CONSTANTS_PY, AIRFLOW, 'PLAN_COMMAND'], env)) as {
+      PLAN_COMMAND: string;
+    };
+    const before = await snapshotSchema(db.pool, schema);
+    const requestsBefore = sim.stats().requests;
+    const plan = await runBash(renderAirflow(PLAN_COMMAND, { params }), env);
+    expect(plan.code, plan.stderr).toBe(EXIT.ok);
+    // The plan is read-only: no API call, nothing written.
+    expect(sim.stats().requests).toBe(requestsBefore);
+    expect(await snapshotSchema(db.pool, schema)).toBe(before);
+    const lines = plan.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as PlanLine);
+    expect(lines.map(({ start, end }) => ({ start, end }))).toEqual(windows);
+    expect(lines.map((l) => [l.state, l.load])).toEqual(
+      windows.map((w) => (w.start === loadedBefore?.start ? ['loaded', false] : ['todo', true])),
+    );
+    const loadedRows = sim.referencePosts({ start_date: '2026-07-13', end_date: '2026-07-19' }).length;
+    expect(lines.map((l) => [l.rows, l.claimedBy])).toEqual(
+      windows.map((w) => [w.start === loadedBefore?.start ? loadedRows : null, null]),
+    );
 
-      // The DAG's own parsing of the plan: one backfill command line per window to load.
-      const commands = (await python(
-        ['-c', CALL_PY, AIRFLOW, 'window_commands', JSON.stringify([plan.stdout])],
-        env,
-      )) as string[];
-      expect(commands).toHaveLength(windows.length - 1);
-      expect(commands[0]).toBe(
-        'set -o pipefail; post-reports-etl backfill --from 2026-07-01 --to 2026-07-05 | tail -n 1',
-      );
-      const results = await Promise.all(commands.map((line) => runBash(renderAirflow(line, {}), env)));
+    // The DAG's own parsing of the plan: one backfill command line per window to load.
+    const commands = (await python(
+      ['-c', CALL_PY, AIRFLOW, 'window_commands', JSON.stringify([plan.stdout])],
+      env,
+    )) as string[];
+    expect(commands).toHaveLength(windows.length - 1);
+    expect(commands[0]).toBe(
+      'set -o pipefail; post-reports-etl backfill --from 2026-07-01 --to 2026-07-05 | tail -n 1',
+    );
+    const results = await Promise.all(commands.map((line) => runBash(renderAirflow(line, {}), env)));
 
-      const summaries = results.map(expectSucceeded);
-      for (const summary of summaries) expectAllAccountedFor(summary);
-      expect(summaries.map((s) => s.windows.loaded)).toEqual(commands.map(() => 1));
-      await expectExact(sim, schema, params.from_date, params.to_date);
-      // The window loaded before got its report then, and no other since.
-      expectOneReportPerWindow(sim, params.from_date, params.to_date);
-    },
-  );
+    const summaries = results.map(expectSucceeded);
+    for (const summary of summaries) expectAllAccountedFor(summary);
+    expect(summaries.map((s) => s.windows.loaded)).toEqual(commands.map(() => 1));
+    await expectExact(sim, schema, params.from_date, params.to_date);
+    // The window loaded before got its report then, and no other since.
+    expectOneReportPerWindow(sim, params.from_date, params.to_date);
+  });
 
-  it.skipIf(!hasPython)('Dagster: 4 adjacent weekly partitions materialized at once', async () => {
+  it('Dagster: 4 adjacent weekly partitions materialized at once', async () => {
+    needPython();
     const sim = await simulatorForTest(73);
     const env = orchestratorEnv(sim, 'dagster_weeks');
     // WeeklyPartitionsDefinition(day_offset=1): Monday to the next Monday; the asset passes the last day included.

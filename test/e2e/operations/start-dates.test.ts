@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, parseConfig, sync } from '../../../src/index.js';
 import { addDays, todayUtc } from '../../../src/model/dates.js';
-import { gridStart } from '../../../src/pipeline/windows.js';
+import { cutWindows, gridStart } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -20,6 +20,12 @@ afterAll(async () => {
   await sim.close();
 });
 
+/** The windows (`start..end`) the simulator was asked to create a report for since `before` was taken. */
+function windowsAsked(before: Record<string, number[]>): Set<string> {
+  const now = sim.stats().creationCallsByWindow;
+  return new Set(Object.keys(now).filter((w) => (now[w]?.length ?? 0) > (before[w]?.length ?? 0)));
+}
+
 async function problems(schema: string, from: string, to: string): Promise<string[]> {
   const reference = sim.referencePosts({ start_date: from, end_date: to });
   return (await compareWithReference(db.pool, schema, reference)).problems;
@@ -29,15 +35,28 @@ describe('start dates (the built CLI)', () => {
   it('a start date before the loaded history loads the missing history, without reloading what is loaded', async () => {
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'extended', POST_REPORTS_LOOKBACK_DAYS: '3' });
     const recent = addDays(today, -20);
+    const beforeFirst = sim.stats().creationCallsByWindow;
     const first = await runCli(['sync', '--start-date', recent], env);
     expect(first.code, first.stderr).toBe(0);
+    const loadedFirst = windowsAsked(beforeFirst);
 
     const earlier = addDays(today, -75);
+    const beforeMore = sim.stats().creationCallsByWindow;
     const more = await runCli(['sync', '--start-date', earlier], env);
     expect(more.code, more.stderr).toBe(0);
     expect(more.summary).toMatchObject({ status: 'succeeded', from: earlier, cursor: today });
-    // The weeks loaded by the first sync and outside the lookback are skipped, not reloaded.
-    expect(summaryOf(more).windows.skipped).toBeGreaterThan(0);
+    // The second sync's grid is split exactly into the windows it asked the simulator for and those it skipped:
+    // windows the first sync loaded, every one of them that ends before the lookback among them.
+    const grid = cutWindows(earlier, today, 7).map((w) => `${w.start}..${w.end}`);
+    const asked = windowsAsked(beforeMore);
+    const skipped = grid.filter((w) => !asked.has(w));
+    expect([...asked].filter((w) => !grid.includes(w))).toEqual([]);
+    expect(summaryOf(more).windows.skipped).toBe(skipped.length);
+    expect(skipped.filter((w) => !loadedFirst.has(w))).toEqual([]);
+    const lookbackStart = addDays(today, -3);
+    const settled = grid.filter((w) => loadedFirst.has(w) && (w.split('..')[1] ?? '') < lookbackStart);
+    expect(settled.length).toBeGreaterThan(0);
+    expect(settled.filter((w) => asked.has(w))).toEqual([]);
     expect(await problems('extended', earlier, today)).toEqual([]);
   });
 

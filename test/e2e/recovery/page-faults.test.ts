@@ -86,6 +86,15 @@ const cases: Case[] = [
     reports: 1,
     afterReuse: false,
   },
+  {
+    // The v4 spec leaves the answer to an invalid page value open: a 400 must not fail every resume.
+    name: 'a page token answered 400 at page three',
+    faults: { pageTokenExpiresAtPage: 3, pageTokenErrorStatus: 400 },
+    served: 'page-token-expired',
+    status: 400,
+    reports: 1,
+    afterReuse: false,
+  },
 ];
 
 describe('a report or a page token gone mid-window (the built CLI)', () => {
@@ -114,13 +123,15 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
       const sim = await simulator(70 + i);
       const schema = `resumed_${i}`;
       const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
-      // Slow pages, so that the kill lands after page two is staged and before page three is.
-      sim.setFaults({ latencyMs: 300 });
+      // Page three is held until the kill, which lands after page two is staged: page three never came.
+      const gate = sim.holdAnswers('page', 2);
       const killed = startCli(args(schema), env);
       await killed.waitForOutput('"page":2,');
+      await gate.held;
       killed.child.kill('SIGKILL');
       expect((await killed.done).signal).toBe('SIGKILL');
-      sim.setFaults({ latencyMs: 0, ...c.faults });
+      gate.release();
+      sim.setFaults(c.faults);
 
       const resuming = startCli(args(schema), env);
       if (c.afterReuse) {
@@ -144,12 +155,13 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
     const sim = await simulator(80);
     const schema = 'resumed_plain';
     const env = cliEnv(sim, db.url, { LOG_LEVEL: 'debug' });
-    sim.setFaults({ latencyMs: 300 });
+    const gate = sim.holdAnswers('page', 2);
     const killed = startCli(args(schema), env);
     await killed.waitForOutput('"page":2,');
+    await gate.held;
     killed.child.kill('SIGKILL');
     await killed.done;
-    sim.setFaults({ latencyMs: 0 });
+    gate.release();
 
     const resumed = await runCli(args(schema), env);
     expect(resumed.code, resumed.stderr).toBe(0);

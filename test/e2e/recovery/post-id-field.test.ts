@@ -25,12 +25,14 @@ describe('a post id field other than platform_post_id (the built CLI)', () => {
     const args = ['backfill', '--from', FROM, '--to', TO, '--concurrency', '1', '--schema', 'acme'];
     const reference = () => sim.referencePosts({ start_date: FROM, end_date: TO });
 
-    sim.setFaults({ latencyMs: 100 });
+    // Killed once a page is staged, while the simulator holds the next.
+    const gate = sim.holdAnswers('page', 1);
     const killed = startCli(args, env);
     await killed.waitForOutput('"msg":"page staged"');
+    await gate.held;
     killed.child.kill('SIGKILL');
     await killed.done;
-    sim.setFaults({ latencyMs: 0 });
+    gate.release();
     const resumed = await runCli(args, env);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain('resuming a staged window');

@@ -75,13 +75,24 @@ describe('a field appearing and an integer field turning decimal, from a date on
     const reader = new pg.Client({ connectionString: db.url });
     await reader.connect();
     const readerErrors: string[] = [];
-    let reads = 0;
+    // The column's type as each read found it, in order: the reads must span the widening.
+    const typesSeen: string[] = [];
     let stop = false;
+    const readsDone = (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => (typesSeen.length + readerErrors.length >= n ? resolve() : setTimeout(check, 5));
+        check();
+      });
     const reading = (async () => {
       while (!stop) {
         try {
           await reader.query(`SELECT count(*)::int AS n, sum(${DECIMAL})::text AS total FROM evolving.posts`);
-          reads += 1;
+          const { rows } = await reader.query<{ type: string }>(
+            `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute
+              WHERE attrelid = 'evolving.posts'::regclass AND attname = $1`,
+            [DECIMAL],
+          );
+          typesSeen.push(rows[0]?.type ?? '?');
         } catch (error) {
           readerErrors.push(error instanceof Error ? error.message : String(error));
         }
@@ -89,17 +100,24 @@ describe('a field appearing and an integer field turning decimal, from a date on
       }
     })();
     try {
+      // A read before the sync starts, and one after it ended: the reader spans the widening.
+      await readsDone(1);
       const sync = startCli(['sync', '--start-date', start], env);
       const result = await sync.done;
       expect(result.code, result.stderr).toBe(0);
       expect(result.summary).toMatchObject({ status: 'succeeded', cursor: today });
+      await readsDone(typesSeen.length + readerErrors.length + 1);
     } finally {
       stop = true;
       await reading;
       await reader.end();
     }
     expect(readerErrors).toEqual([]);
-    expect(reads).toBeGreaterThan(0);
+    expect(typesSeen[0]).toBe('bigint');
+    expect(typesSeen.at(-1)).toBe('numeric');
+    // One type, then the other: never back.
+    expect(typesSeen.findIndex((t) => t !== 'bigint')).toBe(typesSeen.indexOf('numeric'));
+    expect(typesSeen.slice(typesSeen.indexOf('numeric')).every((t) => t === 'numeric')).toBe(true);
     expect(await exact(start, today)).toEqual([]);
     expect(await columnType(DECIMAL)).toBe('numeric');
     expect(await columnType(APPEARING)).toBe('bigint');

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  type GateScope,
   type RunningSimulator,
   type SimulatorOptions,
   startSimulator,
@@ -39,14 +40,22 @@ interface Phase {
   /** Debug log message after which the run is in the phase. */
   readonly after: string;
   readonly windowDays: string;
+  /** The answers the simulator holds until the signal has landed. */
+  readonly hold?: { readonly scope: GateScope; readonly after: number };
 }
 
 const FROM = '2025-04-07';
 const TO = '2025-04-20';
 
 const phases: Phase[] = [
-  // Every request takes 2 s: once the window has started, its creation request is in flight.
-  { name: 'creating', sim: { seed: 31, postsPerDay: 30 }, after: '"msg":"window started"', windowDays: '7' },
+  // The simulator holds the first creation call: the window has started, its creation request is in flight.
+  {
+    name: 'creating',
+    sim: { seed: 31, postsPerDay: 30 },
+    after: '"msg":"window started"',
+    windowDays: '7',
+    hold: { scope: 'creation', after: 0 },
+  },
   {
     name: 'polling',
     // The interrupted run talks to a twin simulator whose reports take an hour: nothing of it is ever loaded.
@@ -54,11 +63,13 @@ const phases: Phase[] = [
     after: '"msg":"report created"',
     windowDays: '7',
   },
+  // The simulator holds every page after the first: a page is staged, the next one is in flight.
   {
     name: 'paging',
-    sim: { seed: 33, postsPerDay: 200, faults: { latencyMs: 0 } },
+    sim: { seed: 33, postsPerDay: 200 },
     after: '"msg":"page staged"',
     windowDays: '14',
+    hold: { scope: 'page', after: 1 },
   },
 ];
 
@@ -91,13 +102,14 @@ describe('graceful shutdown: SIGTERM in every phase (the built CLI)', () => {
       const twin = slow ? await startSimulator({ ...phase.sim, seed: (phase.sim.seed ?? 1) + 1000 }) : sim;
       if (twin !== sim) sims.push(twin);
       const env = cliEnv(twin, db.url, { LOG_LEVEL: 'debug' });
-      if (phase.name === 'creating') sim.setFaults({ latencyMs: 2000 });
-      if (phase.name === 'paging') sim.setFaults({ latencyMs: 400 });
       sim.advanceTime(4 * 3_600_000);
+      const gate = phase.hold === undefined ? null : sim.holdAnswers(phase.hold.scope, phase.hold.after);
       const run = startCli([...args, '--reload'], env);
       await run.waitForOutput(phase.after);
+      await gate?.held;
       run.child.kill('SIGTERM');
       const outcome = await endsWithin(run, 10_000);
+      gate?.release();
       expect(outcome, `still running 10 s after SIGTERM while ${phase.name}`).not.toBe('hung');
       const result = await run.done;
       expect(result.code, result.stderr.slice(-2000)).toBe(130);
@@ -105,7 +117,6 @@ describe('graceful shutdown: SIGTERM in every phase (the built CLI)', () => {
       expect(await dataSnapshot(schema)).toBe(before);
 
       // The lock was released: a run that may not wait starts at once, and completes the reload exactly.
-      sim.setFaults({ latencyMs: 0 });
       const next = await runCli(
         [...args, '--reload'],
         cliEnv(sim, db.url, { POST_REPORTS_LOCK_WAIT_MS: '0' }),

@@ -62,9 +62,15 @@ describe('reports and pages against the simulator', () => {
     const first = await waitForReport(client, id, config.poll);
     const token = first.nextPage ?? '';
     const indexes: number[] = [];
-    for await (const page of readPages(client, id, { startToken: token, startIndex: 1 }))
+    const ids: string[] = [];
+    for await (const page of readPages(client, id, { startToken: token, startIndex: 1 })) {
       indexes.push(page.index);
+      for (const post of mapRecords(page.records, context(BIG, page.index))) ids.push(post.id);
+    }
     expect(indexes).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Exactly the records after the first page, in the reference's order.
+    const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
+    expect(ids).toEqual(reference.slice(1000));
   });
 
   it('reports a failure status', async () => {

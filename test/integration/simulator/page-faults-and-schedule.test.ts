@@ -66,6 +66,20 @@ describe('page faults strike once, where they are placed', () => {
     expect((await readAllPages(simulator, again.id)).length).toBe(10);
   });
 
+  it('a report gone after no page: its first request after creation answers 404, once the fault is armed', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    simulator.setFaults({ reportGoneAfterPage: 0 });
+    const before = simulator.stats().faults['report-gone'] ?? 0;
+    const { id } = await createReport(simulator, week);
+    const first = await page(id);
+    expect(first.status).toBe(404);
+    expect(JSON.parse(first.text)).toMatchObject({ error: { code: 'report_not_found' } });
+    expect(simulator.stats().faults['report-gone']).toBe(before + 1);
+    // Struck once: the report made for the same call serves whole.
+    const again = await createReport(simulator, week);
+    expect((await readAllPages(simulator, again.id)).length).toBe(10);
+  });
+
   it('the token of page three expires once; the same token then serves', async () => {
     simulator.setFaults({ pageTokenExpiresAtPage: 3 });
     const before = simulator.stats().faults['page-token-expired'] ?? 0;
@@ -79,9 +93,46 @@ describe('page faults strike once, where they are placed', () => {
     expect(simulator.stats().faults['page-token-expired']).toBe(before + 1);
   });
 
+  it('answers an unknown page token 404, or 400 when so configured; an expired one 410, or 400', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    const { id } = await createReport(simulator, week);
+    const unknown = await page(id, 'not-a-token');
+    expect(unknown.status).toBe(404);
+    simulator.setFaults({ pageTokenErrorStatus: 400, pageTokenExpiresAtPage: 2 });
+    const first = await page(id);
+    const refused = await page(id, 'not-a-token');
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'invalid_request' } });
+    const expired = await page(id, String(first.next));
+    expect(expired.status).toBe(400);
+    simulator.setFaults({ pageTokenErrorStatus: null });
+    expect((await page(id, String(first.next))).status).toBe(200);
+    expect(() => simulator.setFaults({ pageTokenErrorStatus: 401 as 400 })).toThrow(/400 or null/);
+  });
+
   it('refuses impossible pages', () => {
     expect(() => simulator.setFaults({ pageTokenExpiresAtPage: 1 })).toThrow(/from 2/);
-    expect(() => simulator.setFaults({ reportGoneAfterPage: 0 })).toThrow(/from 1/);
+    expect(() => simulator.setFaults({ reportGoneAfterPage: -1 })).toThrow(/from 0/);
+  });
+});
+
+describe('a gate on pages', () => {
+  it('lets the pages before it through, holds the next until released, and serves it as of then', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    const { id } = await createReport(simulator, week);
+    const gate = simulator.holdAnswers('page', 1);
+    const first = await page(id);
+    expect(first.status).toBe(200);
+    let answered = false;
+    const second = page(id, String(first.next)).then((answer) => {
+      answered = true;
+      return answer;
+    });
+    await gate.held;
+    expect(answered).toBe(false);
+    gate.release();
+    expect((await second).status).toBe(200);
+    expect(idsOf((await second).text)).toEqual(simulator.referenceIds(week).slice(10, 20).map(BigInt));
   });
 });
 
@@ -101,17 +152,27 @@ describe('served faults only', () => {
 
   it('does not count a 429 whose client went away before it was sent', async () => {
     const before = simulator.stats().faults['rate-limit'] ?? 0;
-    simulator.setFaults({ rateLimitShare: 1, latencyMs: 300 });
+    // The 429 is decided, and held until its client has gone.
+    const gate = simulator.holdAnswers('request-fault', 0);
+    simulator.setFaults({ rateLimitShare: 1 });
     const controller = new AbortController();
     const request = fetch(`${simulator.baseUrl}/reports/posts/dimensions`, {
       headers: headers(simulator),
       signal: controller.signal,
     }).catch(() => 'aborted');
-    setTimeout(() => controller.abort(), 50);
+    await gate.held;
+    controller.abort();
     expect(await request).toBe('aborted');
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    simulator.setFaults({ rateLimitShare: 0, latencyMs: 0 });
+    await gate.abandoned;
+    simulator.setFaults({ rateLimitShare: 0 });
+    gate.release();
+    expect((await getText(simulator, `${simulator.baseUrl}/reports/posts/dimensions`)).status).toBe(200);
     expect(simulator.stats().faults['rate-limit'] ?? 0).toBe(before);
+    // A 429 whose client stays is counted once it is sent.
+    simulator.setFaults({ rateLimitShare: 1 });
+    expect((await getText(simulator, `${simulator.baseUrl}/reports/posts/dimensions`)).status).toBe(429);
+    simulator.setFaults({ rateLimitShare: 0 });
+    expect(simulator.stats().faults['rate-limit']).toBe(before + 1);
   });
 });
 

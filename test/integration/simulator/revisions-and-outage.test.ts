@@ -85,4 +85,49 @@ describe('an outage of report creation', () => {
     simulator.advanceTime(1_000);
     expect((await create()).status).toBe(200);
   });
+
+  it('ends by itself after a number of refused creation calls, whatever the clock says', async () => {
+    simulator.startCreationOutage({ calls: 2 });
+    expect((await create()).status).toBe(503);
+    simulator.advanceTime(HOURS_4);
+    expect((await create()).status).toBe(503);
+    expect((await create()).status).toBe(200);
+    expect(() => simulator.startCreationOutage({ calls: 0 })).toThrow(/from 1/);
+  });
+});
+
+describe('what the simulator served, as it is served', () => {
+  it('tells a listener of each creation call answered, each page and each fault, until it stops listening', async () => {
+    const heard: string[] = [];
+    const stop = simulator.onServed((kind) => heard.push(kind));
+    simulator.startCreationOutage({ calls: 1 });
+    const params: ReportParams = { start_date: '2025-06-02', end_date: '2025-06-02' };
+    expect(
+      (
+        await fetch(`${simulator.baseUrl}/reports/posts`, {
+          method: 'POST',
+          headers: headers(simulator),
+          body: JSON.stringify(params),
+        })
+      ).status,
+    ).toBe(503);
+    simulator.advanceTime(HOURS_4);
+    const { id } = await createReport(simulator, params);
+    expect(await readAllPages(simulator, id)).toHaveLength(1);
+    stop();
+    await createReport(simulator, params);
+    expect(heard).toEqual(['creation-outage', 'creation', 'page']);
+    // A page with a next one says so too.
+    const many: string[] = [];
+    const stopMany = simulator.onServed((kind) => many.push(kind));
+    simulator.advanceTime(HOURS_4);
+    const month = await createReport(simulator, { start_date: '2025-06-01', end_date: '2025-07-31' });
+    const pages = await readAllPages(simulator, month.id);
+    stopMany();
+    expect(pages.length).toBeGreaterThan(1);
+    expect(many).toEqual([
+      'creation',
+      ...pages.flatMap((_, i) => (i < pages.length - 1 ? ['page', 'page-with-next'] : ['page'])),
+    ]);
+  });
 });
