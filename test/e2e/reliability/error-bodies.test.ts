@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
-import { runCli } from '../../helpers/cli.js';
+import { startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
@@ -16,6 +16,8 @@ const FROM = '2026-03-02';
 const TO = '2026-03-29';
 const REFUSED = '2026-03-16';
 const MESSAGE = 'custom segment value "Spring Sale" is no longer configured';
+/** Past the API's reuse period, within which it hands the vanished report back. */
+const REUSE_PASSED_MS = 4 * 3_600_000;
 
 // The v4 spec does not show the error body's shape: whatever it is, a refusal fails its window with the API's
 // message, 5xx are retried, and a report gone mid-window is asked for again.
@@ -33,10 +35,14 @@ describe('error bodies of any shape (the built CLI)', () => {
       sim.setFaults({ errorBodyShape: shape, serverErrorShare: 0.2, reportGoneAfterPage: 1 });
       sim.refuseReports([REFUSED], MESSAGE);
       const schema = `bodies_${shape}`;
-      const run = await runCli(
+      const started = startCli(
         ['backfill', '--from', FROM, '--to', TO, '--concurrency', '1', '--schema', schema],
-        cliEnv(sim, db.url, { POST_REPORTS_MAX_ATTEMPTS: '20' }),
+        cliEnv(sim, db.url, { POST_REPORTS_MAX_ATTEMPTS: '20', LOG_LEVEL: 'debug' }),
       );
+      // The window whose report vanished waits to retry: time passes for the API meanwhile, as for a real client.
+      await started.waitForOutput('window attempt failed; retrying');
+      sim.advanceTime(REUSE_PASSED_MS);
+      const run = await started.done;
       expect(run.code, run.stderr).toBe(3);
       const summary = summaryOf(run);
       expect(summary.failures).toEqual([
