@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'FIELD_TYPE_MISMATCH'
   // the database and the run
   | 'DB_ERROR'
+  | 'DB_CONNECTION_LOST'
   | 'LOCK_HELD'
   | 'SCHEMA_MISMATCH'
   | 'NO_PROGRESS'

@@ -22,12 +22,19 @@ export interface PoolOptions {
 const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 /**
+ * What every session of the connector sets once connected. The run lock's session sits idle for a whole run:
+ * a server (or a managed service) that closes idle sessions must not end it.
+ */
+const SESSION_SETUP = 'SET idle_session_timeout = 0';
+
+/**
  * The one place that opens PostgreSQL connections. Every wait has a deadline: `statement_timeout`,
  * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none),
  * opening a connection or waiting for a free one is bounded by `connectTimeoutMs`, and TCP keepalive notices a
- * server that vanished. `sslmode` and the other URL parameters are honoured by pg. Errors of idle connections
- * (a restarted server, a terminated backend) are logged without the connection string, and the pool replaces
- * the connection.
+ * server that vanished; `idle_session_timeout` is turned off. `sslmode` and the other URL parameters are
+ * honoured by pg. Every connection has an `error` listener from its first moment, checked out or idle: a
+ * terminated backend, a restarted server or a network cut is logged on one line without the connection string,
+ * and whoever holds the connection learns it from its next query (the pool replaces an idle one).
  */
 export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -46,6 +53,13 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
   });
   pool.on('error', (error: Error) => {
     logger.warn({ code: sqlState(error), reason: oneLine(error.message) }, 'idle database connection failed');
+  });
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error) => {
+      logger.debug({ code: sqlState(error), reason: oneLine(error.message) }, 'database connection lost');
+    });
+    // Queued before whatever the connection is taken for; a server that does not know the setting has no limit.
+    client.query(SESSION_SETUP).catch(() => {});
   });
   return pool;
 }
@@ -102,6 +116,50 @@ export async function withTransaction<T>(
   } finally {
     client.off('error', onError);
     client.release(broken);
+  }
+}
+
+// Class 08 (connection exception), 57P01-57P03 (terminated, crashed, not yet accepting), 57P05 (idle cut).
+const LOST_STATES = /^(08...|57P0[1235])$/;
+const LOST_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up/i;
+
+/**
+ * Whether an error (or one it wraps) means the database went away: a terminated or crashed backend, a server
+ * that restarts or fails over, a network cut. Retrying once it is back can succeed.
+ */
+export function isConnectionLoss(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const state = sqlState(e);
+    if (state !== undefined && LOST_STATES.test(state)) return true;
+    if (state !== undefined && /^E[A-Z]+$/.test(state) && LOST_MESSAGES.test(state)) return true;
+    if (state === undefined && LOST_MESSAGES.test(e.message)) return true;
+  }
+  return false;
+}
+
+const RECONNECT_POLL_MS = 500;
+
+/**
+ * Waits until the database accepts a session again (a restart, a failover), trying every half second for up to
+ * `waitMs`; false when it did not within that time.
+ */
+export async function waitForDatabase(pool: pg.Pool, waitMs: number, signal?: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await pool.query('SELECT 1');
+      return true;
+    } catch (error) {
+      if (!isConnectionLoss(error) || Date.now() >= deadline || signal?.aborted) return false;
+    }
+    try {
+      await sleep(Math.min(RECONNECT_POLL_MS, Math.max(0, deadline - Date.now())), undefined, {
+        ...(signal ? { signal } : {}),
+      });
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
-import { StoreError } from '../errors.js';
+import { oneLine, StoreError } from '../errors.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
@@ -127,7 +127,29 @@ export interface RunLock {
   readonly mode: RunLockMode;
   /** From alone to shared, without a moment unheld: once the reset or migration is done, other runs may start. */
   share(): Promise<void>;
+  /**
+   * Resolves at once while the lock is held. Once its session is lost (a terminated backend, a failover), it
+   * resolves when the shared lock is taken again on a new session, and only if nothing held the schema alone
+   * meanwhile (see RunLockOptions.regain); it rejects with StoreError('DB_CONNECTION_LOST') when that cannot be
+   * proved, or the database does not come back in time. Nothing may be committed until it resolves.
+   */
+  held(): Promise<void>;
   release(): Promise<void>;
+}
+
+/** How a shared run lock whose session was lost is taken again. */
+export interface RegainOptions {
+  /** How long to wait for the database to come back and the lock to be free. */
+  readonly waitMs: number;
+  /**
+   * A reading of the schema that whoever holds it alone (a reset, a migration) changes for certain: equal
+   * readings before the loss and after the lock is taken again prove that nothing held it alone between.
+   */
+  readonly epoch: (db: Queryable) => Promise<string>;
+  /** Told once the lock is lost, with the cause. */
+  readonly onLost?: (error: Error) => void;
+  /** Told once the lock is held again. */
+  readonly onRegained?: () => void;
 }
 
 export interface RunLockOptions {
@@ -139,6 +161,8 @@ export interface RunLockOptions {
   readonly alone?: (db: Queryable) => Promise<string | null>;
   /** Told once when the run must wait, and for what. */
   readonly onWait?: (message: string) => void;
+  /** Absent: a lost lock is never taken again (held() rejects). */
+  readonly regain?: RegainOptions;
 }
 
 /**
@@ -178,38 +202,145 @@ export async function acquireRunLock(
       });
     }
   } catch (error) {
-    client.release();
+    client.release(error instanceof Error && !(error instanceof StoreError) ? error : undefined);
     throw error;
   }
-  let released = false;
-  const unlock = (held: RunLockMode) =>
-    client.query(
-      `SELECT ${held === 'shared' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'}(${LOCK_NUMBER})`,
-      [key],
-    );
-  return {
-    get mode() {
-      return mode;
-    },
-    async share() {
-      if (mode === 'shared') return;
-      // A session's own locks never conflict with its requests: the shared lock is granted at once.
-      await client.query(`SELECT pg_advisory_lock_shared(${LOCK_NUMBER})`, [key]);
-      await unlock('exclusive');
-      mode = 'shared';
-    },
-    async release() {
-      if (released) return;
-      released = true;
+  const lock = new SessionRunLock(pool, key, client, mode, options);
+  if (mode === 'shared') await lock.readEpoch();
+  return lock;
+}
+
+class SessionRunLock implements RunLock {
+  readonly #pool: pg.Pool;
+  readonly #key: string;
+  readonly #options: RunLockOptions;
+  #client: pg.PoolClient | undefined;
+  #mode: RunLockMode;
+  #epoch: string | undefined;
+  #regaining: Promise<void> | undefined;
+  #released = false;
+
+  constructor(pool: pg.Pool, key: string, client: pg.PoolClient, mode: RunLockMode, options: RunLockOptions) {
+    this.#pool = pool;
+    this.#key = key;
+    this.#options = options;
+    this.#mode = mode;
+    this.#hold(client);
+  }
+
+  get mode(): RunLockMode {
+    return this.#mode;
+  }
+
+  async share(): Promise<void> {
+    if (this.#mode === 'shared') return;
+    const client = this.#live();
+    // A session's own locks never conflict with its requests: the shared lock is granted at once.
+    await client.query(`SELECT pg_advisory_lock_shared(${LOCK_NUMBER})`, [this.#key]);
+    await this.#unlock(client, 'exclusive');
+    this.#mode = 'shared';
+    await this.readEpoch();
+  }
+
+  /** Reads the epoch the lock is held under (see RegainOptions.epoch). */
+  async readEpoch(): Promise<void> {
+    const epoch = this.#options.regain?.epoch;
+    if (epoch !== undefined) this.#epoch = await epoch(this.#live());
+  }
+
+  held(): Promise<void> {
+    return this.#regaining ?? Promise.resolve();
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    await this.#regaining?.catch(() => {});
+    const client = this.#client;
+    this.#client = undefined;
+    if (client === undefined) return;
+    try {
+      await this.#unlock(client, this.#mode);
+      client.release();
+    } catch (error) {
+      // A broken connection frees the lock anyway; drop it from the pool.
+      client.release(error instanceof Error ? error : true);
+    }
+  }
+
+  #live(): pg.PoolClient {
+    if (this.#client === undefined) throw lostError('the session holding the run lock was lost');
+    return this.#client;
+  }
+
+  #hold(client: pg.PoolClient): void {
+    this.#client = client;
+    const onLost = (error: Error): void => {
+      client.off('error', onLost);
+      if (this.#client !== client || this.#released) return;
+      this.#client = undefined;
+      client.release(error);
+      this.#lost(error);
+    };
+    client.on('error', onLost);
+  }
+
+  #lost(error: Error): void {
+    const regain = this.#options.regain;
+    const regaining =
+      regain === undefined || this.#mode !== 'shared' || this.#epoch === undefined
+        ? Promise.reject(lostError(`the session holding the run lock was lost (${oneLine(error.message)})`))
+        : this.#regain(regain, error);
+    // Awaited through held(); a run that commits nothing more never asks.
+    regaining.catch(() => {});
+    this.#regaining = regaining;
+    regain?.onLost?.(error);
+  }
+
+  async #regain(regain: RegainOptions, cause: Error): Promise<void> {
+    const deadline = Date.now() + regain.waitMs;
+    const why = `the session holding the run lock was lost (${oneLine(cause.message)})`;
+    const signal = this.#options.signal;
+    for (;;) {
+      if (this.#released || signal?.aborted) throw lostError(why);
+      let client: pg.PoolClient | undefined;
       try {
-        await unlock(mode);
+        client = await this.#pool.connect();
+        if (await tryLockSession(client, this.#key, 'shared')) {
+          const epoch = await regain.epoch(client);
+          if (epoch !== this.#epoch) {
+            client.release(true);
+            throw lostError(`${why}, and the schema was reset or migrated before it was taken again`);
+          }
+          this.#hold(client);
+          this.#regaining = undefined;
+          regain.onRegained?.();
+          return;
+        }
         client.release();
       } catch (error) {
-        // A broken connection frees the lock anyway; drop it from the pool.
-        client.release(error instanceof Error ? error : true);
+        if (error instanceof StoreError) throw error;
+        client?.release(error instanceof Error ? error : true);
       }
-    },
-  };
+      if (Date.now() >= deadline) {
+        throw lostError(
+          `${why}, and it could not be taken again within ${Math.round(regain.waitMs / 1000)} s (${SETTINGS.reconnectWaitMs.env})`,
+        );
+      }
+      await sleep(Math.min(RETRY_MS * 2, Math.max(0, deadline - Date.now())));
+    }
+  }
+
+  #unlock(client: pg.PoolClient, held: RunLockMode) {
+    return client.query(
+      `SELECT ${held === 'shared' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'}(${LOCK_NUMBER})`,
+      [this.#key],
+    );
+  }
+}
+
+function lostError(message: string): StoreError {
+  return new StoreError('DB_CONNECTION_LOST', message);
 }
 
 /** The live session holding each window's claim now (null where none), in the order of `windows`. */

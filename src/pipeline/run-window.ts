@@ -3,6 +3,7 @@ import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
+import { isConnectionLoss, waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
 import { endAttempt, readWindow, recordReport, startAttempt } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
@@ -64,6 +65,8 @@ export class RunWindow {
           throw error;
         }
         log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
+        // A database that went away (failover, restart) is given its time to come back before the next attempt.
+        if (isConnectionLoss(error)) await waitForDatabase(this.#run.pool, config.db.reconnectWaitMs ?? 0, signal);
         await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
       }
     }

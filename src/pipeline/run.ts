@@ -4,15 +4,23 @@ import { ApiClient } from '../api/client.js';
 import { SETTINGS } from '../config.js';
 import { EtlError, oneLine, StoreError } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
-import { asStoreError, createPool, deadlineHint } from '../load/database.js';
+import {
+  asStoreError,
+  createPool,
+  deadlineHint,
+  isConnectionLoss,
+  waitForDatabase,
+} from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { acquireRunLock, type RunLock } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
 import { sqlState } from '../load/pg-error-codes.js';
+import { schemaEpoch } from '../load/schema-epoch.js';
 import { WindowClaims } from '../load/window-claims.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
 import { dayBefore } from '../model/dates.js';
 import { canonicalFilters } from '../model/filters.js';
+import { windowLabel } from '../model/window.js';
 import { VERSION } from '../version.js';
 import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
@@ -24,6 +32,7 @@ import type { RunRequest } from './run-request.js';
 import { RunStop } from './run-stop.js';
 import type { RunStatus, RunSummary, WindowFailure } from './run-summary.js';
 import { RunWindow } from './run-window.js';
+import type { WindowGroup } from './windows.js';
 
 /**
  * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
@@ -54,10 +63,23 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       postIdField: config.api.postIdField,
       partitionPeriod: config.db.partitionPeriod,
     };
-    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+    const lock: RunLock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
       signal: stop.signal,
       alone: (db) => needsSchemaAlone(db, target, request),
       onWait: (message) => logger.warn(message),
+      regain: {
+        waitMs: config.db.reconnectWaitMs ?? 0,
+        epoch: (db) => schemaEpoch(db, config.db.schema),
+        onLost: (error) => {
+          logger.warn(
+            { code: sqlState(error), reason: oneLine(error.message) },
+            'the run lock session was lost: no commit until the lock is taken again',
+          );
+          // Nothing held the schema alone meanwhile, or the run stops: its windows in flight are interrupted.
+          lock.held().catch((lost: unknown) => stop.fail(asStoreError('the run lock', lost)));
+        },
+        onRegained: () => logger.info('the run lock was taken again; nothing held the schema alone meanwhile'),
+      },
     }).catch((error: unknown) => {
       throw connectionError(config.db.url.reveal(), error);
     });
@@ -107,7 +129,7 @@ async function loadRun(
   lock: RunLock,
   claims: WindowClaims,
 ): Promise<RunSummary> {
-  const { config, pool, stop, loader, logger } = run;
+  const { config, pool, stop, logger } = run;
   const signal = stop.signal;
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
   await claims.start();
@@ -117,14 +139,46 @@ async function loadRun(
     concurrency: config.run.concurrency,
     signal,
     claims,
-    commit: (group) => loader.commitWindows(group, stop.child(), { today: request.today }),
+    commit: (group) => commitHeld(run, lock, claims, group, request.today),
   });
   const cursor =
     request.moveCursor && !signal.aborted
       ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures, claims)
       : prepared.cursor;
-  if (stop.cause !== undefined) logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
+  if (stop.cause !== undefined) {
+    logger.error({ code: stop.cause.code, reason: oneLine(stop.cause.message) }, 'run stopped');
+  }
   return summarize(request, prepared, outcome, run.counters, cursor, started, stop);
+}
+
+/**
+ * Commits a group under the run lock (waiting while its session is taken again). A commit whose connection is
+ * lost is committed again once the database is back, if this run still holds the group's claims: a commit is
+ * one transaction, so it either took effect whole or not at all, and committing the same stage again replaces
+ * the same rows.
+ */
+async function commitHeld(
+  run: ActiveRun,
+  lock: RunLock,
+  claims: WindowClaims,
+  group: WindowGroup,
+  today: string,
+): Promise<{ rows: number }> {
+  const { stop, loader, logger, pool, config } = run;
+  for (let attempt = 1; ; attempt++) {
+    await lock.held();
+    try {
+      return await loader.commitWindows(group, stop.child(), { today });
+    } catch (error) {
+      if (attempt > 1 || stop.signal.aborted || !isConnectionLoss(error)) throw error;
+      logger.warn(
+        { windows: group.map(windowLabel), reason: oneLine(error instanceof Error ? error.message : String(error)) },
+        'the commit lost its connection: committing again once the database is back',
+      );
+      await waitForDatabase(pool, config.db.reconnectWaitMs ?? 0, stop.signal);
+      if (!(await claims.holds(group))) throw error;
+    }
+  }
 }
 
 /**
