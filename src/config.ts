@@ -193,7 +193,8 @@ export const SETTINGS = {
   reconnectWaitMs: {
     env: 'POST_REPORTS_RECONNECT_WAIT_MS',
     default: '60000',
-    description: 'How long a run waits for a database that went away mid-run (failover, restart) to come back',
+    description:
+      'How long a run waits for a database that went away mid-run (failover, restart) to come back',
   },
   lockWaitMs: {
     env: 'POST_REPORTS_LOCK_WAIT_MS',

@@ -14,9 +14,8 @@ const epoch = (migrations: string): string =>
 
 /** The schema's epoch now (see above). */
 export async function schemaEpoch(db: Queryable, schema: string): Promise<string> {
-  const { rows } = await db.query<{ epoch: string }>(
-    epoch(qualified(schema, 'schema_migrations')),
-    [qualified(schema, 'report_windows')],
-  );
+  const { rows } = await db.query<{ epoch: string }>(epoch(qualified(schema, 'schema_migrations')), [
+    qualified(schema, 'report_windows'),
+  ]);
   return rows[0]?.epoch ?? '';
 }

@@ -21,7 +21,7 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
   {
     code: EXIT.failed,
     meaning:
-      'the run failed as a whole: the API or the database unreachable (after the retries), an unexpected error',
+      'the run failed as a whole: the API or the database unreachable (after the retries), the database gone mid-run for longer than `POST_REPORTS_RECONNECT_WAIT_MS` or reset meanwhile (`DB_CONNECTION_LOST`: what was committed stays, the next run resumes), an unexpected error',
   },
   {
     code: EXIT.usage,

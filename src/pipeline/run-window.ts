@@ -66,7 +66,8 @@ export class RunWindow {
         }
         log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
         // A database that went away (failover, restart) is given its time to come back before the next attempt.
-        if (isConnectionLoss(error)) await waitForDatabase(this.#run.pool, config.db.reconnectWaitMs ?? 0, signal);
+        if (isConnectionLoss(error))
+          await waitForDatabase(this.#run.pool, config.db.reconnectWaitMs ?? 0, signal);
         await sleep(Math.min(30_000, 1000 * 2 ** (attempt - 1)), undefined, { signal }).catch(() => {});
       }
     }

@@ -78,7 +78,8 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
           // Nothing held the schema alone meanwhile, or the run stops: its windows in flight are interrupted.
           lock.held().catch((lost: unknown) => stop.fail(asStoreError('the run lock', lost)));
         },
-        onRegained: () => logger.info('the run lock was taken again; nothing held the schema alone meanwhile'),
+        onRegained: () =>
+          logger.info('the run lock was taken again; nothing held the schema alone meanwhile'),
       },
     }).catch((error: unknown) => {
       throw connectionError(config.db.url.reveal(), error);
@@ -172,7 +173,10 @@ async function commitHeld(
     } catch (error) {
       if (attempt > 1 || stop.signal.aborted || !isConnectionLoss(error)) throw error;
       logger.warn(
-        { windows: group.map(windowLabel), reason: oneLine(error instanceof Error ? error.message : String(error)) },
+        {
+          windows: group.map(windowLabel),
+          reason: oneLine(error instanceof Error ? error.message : String(error)),
+        },
         'the commit lost its connection: committing again once the database is back',
       );
       await waitForDatabase(pool, config.db.reconnectWaitMs ?? 0, stop.signal);

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { commitLockKey, runLockHolders, windowClaimHolders } from '../../../src/load/locks.js';
+import { commitLockKey, runLockHolders, runLockKey, windowClaimHolders } from '../../../src/load/locks.js';
+import { readTarget, resetTarget } from '../../../src/load/window-state.js';
 import {
   type RunningSimulator,
   type SimulatorOptions,
@@ -81,7 +82,6 @@ async function expectServedOrResumed(
   sim: RunningSimulator,
   schema: string,
 ): Promise<void> {
-  console.log('OUTCOME', schema, result.code, JSON.stringify(result.summary), result.stderr.split('\n').filter((l) => /warn|error|"level":[45]0/.test(l)).join('\n').slice(0, 3000));
   expectNoStackTrace(result);
   expect(result.summary, `no summary line; stderr: ${result.stderr.slice(-2000)}`).toBeDefined();
   expect(result.summary?.exitCode).toBe(result.code);
@@ -165,6 +165,54 @@ describe('sessions the server closes (the built CLI)', () => {
       await expectServedOrResumed(result, sim, schema);
     });
   }
+
+  it('the run lock lost while a reset takes the schema: the run stops with exit 1 and its summary', async () => {
+    const sim = await simulator({ seed: 47, postsPerDay: 30, generationDelayMs: 3000 });
+    const schema = 'cut_reset';
+    const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+    await run.waitForOutput('"msg":"report created"');
+    const [holder] = await runLockHolders(db.pool, schema);
+    expect(holder).toBeDefined();
+    // A reset asks for the schema alone: granted the moment the run's lock session is gone, before it can
+    // take the lock again.
+    const reset = await db.pool.connect();
+    const { rows: me } = await reset.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    try {
+      const waiting = reset.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [runLockKey(schema)]);
+      for (;;) {
+        const { rows } = await db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1`,
+          [me[0]?.pid],
+        );
+        if (rows[0]?.n === 1) break;
+        await sleep(20);
+      }
+      await terminate([holder!.pid]);
+      await waiting;
+      await reset.query('BEGIN');
+      const target = await readTarget(reset, schema);
+      await resetTarget(reset, schema, target!.postIdField, target!.filters);
+      await reset.query('COMMIT');
+      await reset.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [runLockKey(schema)]);
+    } finally {
+      reset.release();
+    }
+    const result = await endsWithin(run, 60_000);
+    expect(result, 'still running 60 s after the cut').not.toBe('hung');
+    if (result === 'hung') return;
+    expectNoStackTrace(result);
+    expect(result.code, result.stderr.slice(-2000)).toBe(1);
+    expect(result.summary).toMatchObject({
+      status: 'failed',
+      exitCode: 1,
+      error: { code: 'DB_CONNECTION_LOST' },
+      windows: { loaded: 0 },
+    });
+    expect(result.stderr).toContain('reset or migrated before it was taken again');
+    const next = await runCli(args(schema), cliEnv(sim, db.url));
+    expect(next.code, next.stderr.slice(-2000)).toBe(0);
+    await expectExact(sim, schema);
+  });
 
   it('every session, during a commit: the run ends with its summary line, and the data is exact', async () => {
     const sim = await simulator({ seed: 44, postsPerDay: 30 });
