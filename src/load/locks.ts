@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { oneLine, StoreError } from '../errors.js';
+import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
@@ -36,6 +37,11 @@ export function windowClaimKey(schema: string, window: { start: string; end: str
 /** One migration at a time per schema. */
 export function migrateLockKey(schema: string): string {
   return `${PREFIX}:migrate:${schema}`;
+}
+
+/** Those who need the schema alone (a reset, a migration) queue on it, one at a time, before taking the run lock. */
+export function aloneQueueKey(schema: string): string {
+  return `${PREFIX}:alone:${schema}`;
 }
 
 /** Runs share it; a reset or a migration takes it alone. */
@@ -167,7 +173,8 @@ export interface RunLockOptions {
 
 /**
  * Takes the schema's run lock, shared unless `alone` says why not, waiting up to `waitMs` for the runs or the
- * reset in the way; then LOCK_HELD (exit 4).
+ * reset in the way; then LOCK_HELD (exit 4). The wait is PostgreSQL's own lock queue, not polling: a reset or a
+ * migration waiting for the schema alone gets it before the runs that asked after it, which queue behind it.
  */
 export async function acquireRunLock(
   pool: pg.Pool,
@@ -176,38 +183,101 @@ export async function acquireRunLock(
   options: RunLockOptions = {},
 ): Promise<RunLock> {
   const key = runLockKey(schema);
+  const gate = aloneQueueKey(schema);
   const client = await pool.connect();
+  const deadline = Date.now() + waitMs;
+  let told = false;
+  // Waits in PostgreSQL's queue for `lockKey`, until the deadline; LOCK_HELD naming what was waited for.
+  const take = async (lockKey: string, mode: RunLockMode, waitingFor: string): Promise<void> => {
+    if (await tryLockSession(client, lockKey, mode)) return;
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new StoreError(
+        'LOCK_HELD',
+        `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,
+      );
+    }
+    if (!told) options.onWait?.(`${waitingFor}: waiting up to ${Math.round(waitMs / 1000)} s`);
+    told = true;
+    await queueForLock(pool, client, lockKey, mode, left, options.signal).catch((error: unknown) => {
+      if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
+      throw new StoreError(
+        'LOCK_HELD',
+        `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,
+      );
+    });
+  };
   let mode: RunLockMode;
+  let gated = false;
   try {
-    const deadline = Date.now() + waitMs;
-    let told = false;
-    for (;;) {
-      const reason = (await options.alone?.(client)) ?? null;
-      mode = reason === null ? 'shared' : 'exclusive';
-      if (await tryLockSession(client, key, mode)) break;
-      const waitingFor =
-        reason === null
-          ? `a reset or a migration holds schema "${schema}" alone`
-          : `${reason} needs schema "${schema}" alone, and other runs are working on it`;
-      if (Date.now() >= deadline) {
-        throw new StoreError(
-          'LOCK_HELD',
-          `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,
-        );
-      }
-      if (!told) options.onWait?.(`${waitingFor}: waiting up to ${Math.round(waitMs / 1000)} s`);
-      told = true;
-      await sleep(Math.min(RETRY_MS, Math.max(0, deadline - Date.now())), undefined, {
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+    let reason = (await options.alone?.(client)) ?? null;
+    if (reason !== null) {
+      // Whoever needs the schema alone queues here first, one at a time: once it is its turn, it asks again
+      // (the process before it may have applied the same migrations), so that only the first waits for the runs.
+      await take(
+        gate,
+        'exclusive',
+        `${reason} needs schema "${schema}" alone, and another process is before it`,
+      );
+      gated = true;
+      reason = (await options.alone?.(client)) ?? null;
+    }
+    mode = reason === null ? 'shared' : 'exclusive';
+    await take(
+      key,
+      mode,
+      reason === null
+        ? `a reset or a migration holds schema "${schema}" alone`
+        : `${reason} needs schema "${schema}" alone, and other runs are working on it`,
+    );
+    if (gated && mode === 'shared') {
+      await unlockSession(client, gate);
+      gated = false;
     }
   } catch (error) {
-    client.release(error instanceof Error && !(error instanceof StoreError) ? error : undefined);
+    // Ending the session frees whatever it holds.
+    client.release(error instanceof StoreError && !gated ? undefined : error instanceof Error ? error : true);
     throw error;
   }
-  const lock = new SessionRunLock(pool, key, client, mode, options);
+  const lock = new SessionRunLock(pool, key, client, mode, options, gated ? gate : undefined);
   if (mode === 'shared') await lock.readEpoch();
   return lock;
+}
+
+/**
+ * Waits in PostgreSQL's queue for the session lock on `key`, at most `waitMs` (lock_timeout: LOCK_NOT_AVAILABLE),
+ * cancelled when `signal` aborts. A session lock taken in a transaction outlives it.
+ */
+async function queueForLock(
+  pool: pg.Pool,
+  client: pg.PoolClient,
+  key: string,
+  mode: RunLockMode,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  signal?.throwIfAborted();
+  const pid = (client as { processID?: unknown }).processID;
+  const cancel = (): void => {
+    if (typeof pid === 'number') pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+  };
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))}`);
+      await client.query('SET LOCAL statement_timeout = 0');
+      const fn = mode === 'shared' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock';
+      await client.query(`SELECT ${fn}(${LOCK_NUMBER})`, [key]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      signal?.throwIfAborted();
+      throw error;
+    }
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+  }
 }
 
 class SessionRunLock implements RunLock {
@@ -219,12 +289,22 @@ class SessionRunLock implements RunLock {
   #epoch: string | undefined;
   #regaining: Promise<void> | undefined;
   #released = false;
+  /** The queue of those who need the schema alone, held until this one shares it. */
+  #gate: string | undefined;
 
-  constructor(pool: pg.Pool, key: string, client: pg.PoolClient, mode: RunLockMode, options: RunLockOptions) {
+  constructor(
+    pool: pg.Pool,
+    key: string,
+    client: pg.PoolClient,
+    mode: RunLockMode,
+    options: RunLockOptions,
+    gate: string | undefined,
+  ) {
     this.#pool = pool;
     this.#key = key;
     this.#options = options;
     this.#mode = mode;
+    this.#gate = gate;
     this.#hold(client);
   }
 
@@ -239,6 +319,8 @@ class SessionRunLock implements RunLock {
     await client.query(`SELECT pg_advisory_lock_shared(${LOCK_NUMBER})`, [this.#key]);
     await this.#unlock(client, 'exclusive');
     this.#mode = 'shared';
+    if (this.#gate !== undefined) await unlockSession(client, this.#gate);
+    this.#gate = undefined;
     await this.readEpoch();
   }
 
@@ -261,6 +343,7 @@ class SessionRunLock implements RunLock {
     if (client === undefined) return;
     try {
       await this.#unlock(client, this.#mode);
+      if (this.#gate !== undefined) await unlockSession(client, this.#gate);
       client.release();
     } catch (error) {
       // A broken connection frees the lock anyway; drop it from the pool.
