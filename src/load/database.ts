@@ -22,14 +22,28 @@ export interface PoolOptions {
 const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 /**
- * What every session of the connector sets once connected. The run lock's session sits idle for a whole run:
- * a server (or a managed service) that closes idle sessions must not end it.
+ * What every session of the connector sets once connected, as statements rather than startup parameters (a
+ * pooler such as PgBouncer refuses unknown startup parameters). The run lock's session sits idle for a whole
+ * run: a server (or a managed service) that closes idle sessions must not end it.
  */
-const SESSION_SETUP = 'SET idle_session_timeout = 0';
+export function sessionSettings(db: DbConfig): string {
+  const settings: [string, number | undefined][] = [
+    // 0 leaves the server's own value, which is "no limit" by default.
+    ['statement_timeout', db.statementTimeoutMs > 0 ? db.statementTimeoutMs : undefined],
+    ['lock_timeout', db.lockTimeoutMs || undefined],
+    ['idle_in_transaction_session_timeout', db.idleInTransactionTimeoutMs || undefined],
+    ['idle_session_timeout', 0],
+  ];
+  return settings
+    .filter((entry): entry is [string, number] => entry[1] !== undefined)
+    .map(([name, value]) => `SET ${name} = ${Math.round(value)}`)
+    .join('; ');
+}
 
 /**
  * The one place that opens PostgreSQL connections. Every wait has a deadline: `statement_timeout`,
- * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none),
+ * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none; see
+ * sessionSettings),
  * opening a connection or waiting for a free one is bounded by `connectTimeoutMs`, and TCP keepalive notices a
  * server that vanished; `idle_session_timeout` is turned off. `sslmode` and the other URL parameters are
  * honoured by pg. Every connection has an `error` listener from its first moment, checked out or idle: a
@@ -43,14 +57,9 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
     application_name: options.applicationName ?? 'post-reports-etl',
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
-    // pg sends a setting only when it is truthy: 0 leaves the server's own value, which is "no limit" by default.
-    ...(db.statementTimeoutMs > 0 ? { statement_timeout: db.statementTimeoutMs } : {}),
-    ...(db.lockTimeoutMs ? { lock_timeout: db.lockTimeoutMs } : {}),
-    ...(db.idleInTransactionTimeoutMs
-      ? { idle_in_transaction_session_timeout: db.idleInTransactionTimeoutMs }
-      : {}),
     ...(db.connectTimeoutMs ? { connectionTimeoutMillis: db.connectTimeoutMs } : {}),
   });
+  const setup = sessionSettings(db);
   pool.on('error', (error: Error) => {
     logger.warn({ code: sqlState(error), reason: oneLine(error.message) }, 'idle database connection failed');
   });
@@ -58,8 +67,13 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
     client.on('error', (error: Error) => {
       logger.debug({ code: sqlState(error), reason: oneLine(error.message) }, 'database connection lost');
     });
-    // Queued before whatever the connection is taken for; a server that does not know the setting has no limit.
-    client.query(SESSION_SETUP).catch(() => {});
+    // Queued before whatever the connection is taken for.
+    client.query(setup).catch((error: unknown) => {
+      logger.warn(
+        { code: sqlState(error), reason: oneLine(error instanceof Error ? error.message : String(error)) },
+        'could not set the session settings',
+      );
+    });
   });
   return pool;
 }

@@ -26,7 +26,7 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
   {
     code: EXIT.usage,
     meaning:
-      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses (each found before anything is written); a token the API rejects (401/403), on any request, stops the run at once',
+      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a pooler in transaction mode (each found before anything is written); a token the API rejects (401/403), on any request, stops the run at once',
   },
   {
     code: EXIT.partial,
@@ -53,6 +53,7 @@ const NEEDS_A_PERSON = new Set<string>([
   'DB_VERSION_UNSUPPORTED',
   'DB_PRIVILEGE_MISSING',
   'DB_LOGIN_REJECTED',
+  'DB_POOLER_UNSUPPORTED',
 ]);
 
 /** How a run ended, as far as its exit code goes. */
