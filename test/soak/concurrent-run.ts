@@ -4,7 +4,7 @@ import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { type ConcurrentPlan, describeProcess, type ProcessSpec, processArgs } from './concurrent-plan.js';
-import { allowedExits, exitLabel, lastError } from './exits.js';
+import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
 import type { FaultAction, FaultPlan } from './fault-plan.js';
 import { faultyProcesses, type ProcessOutcome } from './faulty-run.js';
 import { describeDuplicate, duplicateLiveWindows } from './live-requests.js';
@@ -38,6 +38,8 @@ export interface ConcurrentRunOutcome {
   readonly processes: readonly ConcurrentProcess[];
   readonly fired: readonly FaultAction['type'][];
   readonly backendsKilled: number;
+  /** Faults the harness dealt the database that struck. */
+  readonly served: Readonly<Record<string, number>>;
   readonly problems: readonly string[];
   /** Windows some process logged as committed. */
   readonly committed: ReadonlySet<string>;
@@ -65,6 +67,7 @@ function exitProblems(index: number, process: ConcurrentProcess, backendsKilled:
   const who = `process ${index} (${describeProcess(process.spec)})`;
   const problems: string[] = [];
   if (outcome.hung) problems.push(`${who} was still alive after the guard (hang)`);
+  problems.push(...summaryProblem(outcome.result, who));
   // A signal that lands before the CLI has installed its handlers (module loading) ends it by the signal itself.
   if (outcome.signalled !== null && signal === outcome.signalled) return problems;
   if (code === EXIT.lockHeld) {
@@ -118,6 +121,7 @@ export async function concurrentRun(input: ConcurrentRunInput): Promise<Concurre
     processes,
     fired: run.fired,
     backendsKilled: run.backendsKilled,
+    served: run.served,
     problems,
     committed,
     byOthers: processes.reduce((sum, process) => sum + byOthers(process.outcome.result.summary), 0),

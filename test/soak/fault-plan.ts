@@ -18,12 +18,16 @@ export const FAULT_KINDS = [
   'late-data-outage',
   // The filters change, and the run starts over with --reset.
   'filter-reset',
+  // The server closes sessions idle for a moment (idle_session_timeout on the database).
+  'idle-cut',
+  // Every session of the connector terminated, and the database closed to new ones for a moment.
+  'failover',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Kinds that end the process or its database sessions: never in a --reset run, whose reset must complete. */
-const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'sigkill', 'sigterm'];
+const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'failover', 'sigkill', 'sigterm'];
 
 /** When a timed fault fires: a delay after the start, or the n-th debug line carrying a message. */
 export type Trigger =
@@ -35,6 +39,8 @@ export type FaultAction =
   | { readonly type: 'advance-time'; readonly ms: number }
   | { readonly type: 'creation-outage'; readonly ms: number }
   | { readonly type: 'kill-db-connections' }
+  | { readonly type: 'idle-cut'; readonly idleMs: number }
+  | { readonly type: 'failover'; readonly downMs: number }
   | { readonly type: 'signal'; readonly signal: 'SIGKILL' | 'SIGTERM' };
 
 export interface TimedFault {
@@ -157,6 +163,15 @@ export function drawFaultPlan(
         break;
       case 'db-connection-killed':
         timed.push({ trigger: randomTrigger(random), action: { type: 'kill-db-connections' } });
+        break;
+      case 'idle-cut':
+        timed.push({ trigger: { afterMs: 0 }, action: { type: 'idle-cut', idleMs: 200 + random.int(800) } });
+        break;
+      case 'failover':
+        timed.push({
+          trigger: randomTrigger(random),
+          action: { type: 'failover', downMs: 200 + random.int(2000) },
+        });
         break;
       case 'sigkill':
         timed.push({ trigger: randomTrigger(random), action: { type: 'signal', signal: 'SIGKILL' } });

@@ -18,6 +18,8 @@ const SERVED_AS: Readonly<Record<FaultKind, readonly string[]>> = {
   sigterm: ['sigterm'],
   'late-data-outage': ['late-data', 'creation-outage'],
   'filter-reset': ['filter-reset'],
+  'idle-cut': ['idle-cut'],
+  failover: ['failover'],
 };
 
 /** Planned faults (runs that planned each kind) and served ones (what actually struck), side by side. */

@@ -1,4 +1,5 @@
-import type pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { type CliResult, type CliRun, startCli } from '../helpers/cli.js';
 import type { FaultAction, FaultPlan, TimedFault } from './fault-plan.js';
@@ -12,6 +13,8 @@ export interface FaultyRunResult {
   readonly signalled: Signal | null;
   /** Backends terminated by pg_terminate_backend. */
   readonly backendsKilled: number;
+  /** Faults the harness dealt the database that struck (`idle-cut`, `failover`), for the fault tally. */
+  readonly served: Readonly<Record<string, number>>;
   /** Windows the run logged as committed ("windows committed" lines). */
   readonly committed: ReadonlySet<string>;
   /** True when the harness guard had to kill the process: a hang. */
@@ -33,6 +36,8 @@ export interface FaultyProcessesResult {
   readonly fired: readonly FaultAction['type'][];
   /** Backends terminated by pg_terminate_backend (every process's). */
   readonly backendsKilled: number;
+  /** Faults the harness dealt the database that struck (`idle-cut`, `failover`), for the fault tally. */
+  readonly served: Readonly<Record<string, number>>;
 }
 
 export interface FaultyProcessesOptions {
@@ -53,6 +58,62 @@ export interface ProcessCommand {
 
 const KILL_BACKENDS = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
   WHERE application_name = 'post-reports-etl' AND datname = current_database() AND pid <> pg_backend_pid()`;
+
+/** The database of `admin`, and a connection string to its server's maintenance database. */
+function databaseOf(admin: pg.Pool): { name: string; serverUrl: string } {
+  const url = new URL(admin.options.connectionString ?? '');
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  return { name, serverUrl: url.toString() };
+}
+
+/**
+ * Idle sessions of the database are cut after `idleMs` from now on (until `end`), as a managed service or a
+ * proxy cuts them. A probe session of the harness, left idle, tells whether the server did cut one.
+ */
+async function startIdleCut(
+  admin: pg.Pool,
+  idleMs: number,
+): Promise<{ cut: () => boolean; end: () => Promise<void> }> {
+  const { name } = databaseOf(admin);
+  await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} SET idle_session_timeout = ${idleMs}`);
+  let cut = false;
+  const probe = new pg.Client({ connectionString: admin.options.connectionString });
+  probe.on('error', (error: Error & { code?: string }) => {
+    if (error.code === '57P05') cut = true;
+  });
+  await probe.connect().catch(() => {});
+  return {
+    cut: () => cut,
+    async end() {
+      await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} RESET idle_session_timeout`);
+      await probe.end().catch(() => {});
+    },
+  };
+}
+
+/**
+ * What a failover does to the connector: every session it holds is terminated, and the database takes no new
+ * session for `downMs`. Returns the backends terminated.
+ */
+async function failover(admin: pg.Pool, downMs: number): Promise<number> {
+  const { name, serverUrl } = databaseOf(admin);
+  const server = new pg.Client({ connectionString: serverUrl });
+  server.on('error', () => {});
+  await server.connect();
+  try {
+    await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS false`);
+    try {
+      const { rows } = await admin.query<{ killed: number }>(KILL_BACKENDS);
+      await sleep(downMs);
+      return rows[0]?.killed ?? 0;
+    } finally {
+      await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS true`);
+    }
+  } finally {
+    await server.end().catch(() => {});
+  }
+}
 
 /** The windows of every "windows committed" line in the run's JSON logs. */
 export function committedWindows(stderr: string): Set<string> {
@@ -106,6 +167,8 @@ export async function faultyProcesses(
   const hung = runs.map(() => false);
   let signalSent = false;
   let backendsKilled = 0;
+  const served: Record<string, number> = {};
+  const idleCuts: Promise<{ cut: () => boolean; end: () => Promise<void> }>[] = [];
   const fired: FaultAction['type'][] = [];
   const pending: Promise<void>[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -128,6 +191,17 @@ export async function faultyProcesses(
         pending.push(
           admin.query<{ killed: number }>(KILL_BACKENDS).then(({ rows }) => {
             backendsKilled += rows[0]?.killed ?? 0;
+          }),
+        );
+        break;
+      case 'idle-cut':
+        idleCuts.push(startIdleCut(admin, action.idleMs));
+        break;
+      case 'failover':
+        pending.push(
+          failover(admin, action.downMs).then((killed) => {
+            backendsKilled += killed;
+            if (killed > 0) served.failover = (served.failover ?? 0) + 1;
           }),
         );
         break;
@@ -179,13 +253,18 @@ export async function faultyProcesses(
   sim.endCreationOutage();
   for (const timer of timers) clearTimeout(timer);
   await Promise.allSettled(pending);
+  for (const settled of await Promise.allSettled(idleCuts)) {
+    if (settled.status !== 'fulfilled') continue;
+    if (settled.value.cut()) served['idle-cut'] = (served['idle-cut'] ?? 0) + 1;
+    await settled.value.end();
+  }
   const processes = results.map((result, index) => ({
     result,
     signalled: signalled[index] ?? null,
     committed: committedWindows(result.stderr),
     hung: hung[index] ?? false,
   }));
-  return { processes, fired, backendsKilled };
+  return { processes, fired, backendsKilled, served };
 }
 
 /** Runs the built CLI once with a fault plan (faultyProcesses with one process). */
@@ -197,7 +276,7 @@ export async function faultyRun(
   plan: FaultPlan,
   guardMs: number,
 ): Promise<FaultyRunResult> {
-  const { processes, fired, backendsKilled } = await faultyProcesses(
+  const { processes, fired, backendsKilled, served } = await faultyProcesses(
     [{ args, env }],
     sim,
     admin,
@@ -206,5 +285,5 @@ export async function faultyRun(
   );
   const [only] = processes;
   if (only === undefined) throw new Error('faultyProcesses returned no process');
-  return { ...only, fired, backendsKilled };
+  return { ...only, fired, backendsKilled, served };
 }
