@@ -1,14 +1,12 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import pg from 'pg';
-
-const run = promisify(execFile);
+import { serverUser } from '../../src/demo/postgres-binaries.js';
+import { freePort } from './free-port.js';
 
 /** A PgBouncer of a test's own, in front of the test server. */
 export interface Pooler {
@@ -65,7 +63,7 @@ export async function startPgBouncer(serverUrl: string, mode: 'session' | 'trans
     { mode: 0o600 },
   );
   // PgBouncer will not run as root: it runs as the postgres user (else nobody) then.
-  const ids = await unprivileged();
+  const ids = await serverUser();
   if (ids !== undefined) {
     await chown(dir, ids.uid, ids.gid);
     for (const file of ['users.txt', 'pgbouncer.ini']) await chown(join(dir, file), ids.uid, ids.gid);
@@ -73,7 +71,7 @@ export async function startPgBouncer(serverUrl: string, mode: 'session' | 'trans
   let output = '';
   const child: ChildProcess = spawn(binary, [join(dir, 'pgbouncer.ini')], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    ...(ids ?? {}),
+    ...(ids === undefined ? {} : { uid: ids.uid, gid: ids.gid }),
   });
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
     output = (output + chunk).slice(-4000);
@@ -109,30 +107,4 @@ export async function startPgBouncer(serverUrl: string, mode: 'session' | 'trans
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-async function unprivileged(): Promise<{ uid: number; gid: number } | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
-  for (const name of ['postgres', 'nobody']) {
-    try {
-      const [uid, gid] = await Promise.all([run('id', ['-u', name]), run('id', ['-g', name])]);
-      return { uid: Number.parseInt(uid.stdout, 10), gid: Number.parseInt(gid.stdout, 10) };
-    } catch {
-      // Try the next.
-    }
-  }
-  return undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no free port')),
-      );
-    });
-  });
 }
