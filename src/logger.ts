@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { build as prettyStream } from 'pino-pretty';
+import { isConnectionLoss } from './errors.js';
 
 export type { Logger } from 'pino';
 
@@ -59,7 +60,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 function serializeError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const serialized: Record<string, unknown> = { ...pino.stdSerializers.err(error) };
-  if (hasCode(error)) delete serialized.stack;
+  if (hasCode(error) || isConnectionLoss(error)) delete serialized.stack;
   return serialized;
 }
 

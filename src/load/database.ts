@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type DbConfig, SETTINGS } from '../config.js';
-import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
+import { EtlError, isAbortError, isConnectionLoss, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import {
   IDLE_IN_TRANSACTION_TIMEOUT,
@@ -32,12 +32,14 @@ export function sessionSettings(db: DbConfig): string {
     ['statement_timeout', db.statementTimeoutMs > 0 ? db.statementTimeoutMs : undefined],
     ['lock_timeout', db.lockTimeoutMs || undefined],
     ['idle_in_transaction_session_timeout', db.idleInTransactionTimeoutMs || undefined],
-    ['idle_session_timeout', 0],
   ];
-  return settings
-    .filter((entry): entry is [string, number] => entry[1] !== undefined)
-    .map(([name, value]) => `SET ${name} = ${Math.round(value)}`)
-    .join('; ');
+  return [
+    ...settings
+      .filter((entry): entry is [string, number] => entry[1] !== undefined)
+      .map(([name, value]) => `SET ${name} = ${Math.round(value)}`),
+    // PostgreSQL 14 added it; an older server is refused by the preflight, with its version named.
+    `SELECT set_config('idle_session_timeout', '0', false) WHERE current_setting('server_version_num')::int >= 140000`,
+  ].join('; ');
 }
 
 /**
@@ -51,6 +53,7 @@ export function sessionSettings(db: DbConfig): string {
  * and whoever holds the connection learns it from its next query (the pool replaces an idle one).
  */
 export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = {}): pg.Pool {
+  const setup = sessionSettings(db);
   const pool = new pg.Pool({
     connectionString: db.url.reveal(),
     max: options.max ?? 10,
@@ -58,21 +61,20 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
     ...(db.connectTimeoutMs ? { connectionTimeoutMillis: db.connectTimeoutMs } : {}),
+    // Awaited by the pool before it hands the connection out: a session that cannot be set up is not used.
+    onConnect: async (client: pg.ClientBase) => {
+      const results: unknown = await client.query(`${setup}; SELECT pg_backend_pid() AS pid`);
+      const last = Array.isArray(results) ? results.at(-1) : results;
+      const pid: unknown = (last as pg.QueryResult<{ pid: number }> | undefined)?.rows[0]?.pid;
+      if (typeof pid === 'number') (client as { [BACKEND_PID]?: number })[BACKEND_PID] = pid;
+    },
   });
-  const setup = sessionSettings(db);
   pool.on('error', (error: Error) => {
     logger.warn({ code: sqlState(error), reason: oneLine(error.message) }, 'idle database connection failed');
   });
   pool.on('connect', (client) => {
     client.on('error', (error: Error) => {
       logger.debug({ code: sqlState(error), reason: oneLine(error.message) }, 'database connection lost');
-    });
-    // Queued before whatever the connection is taken for.
-    client.query(setup).catch((error: unknown) => {
-      logger.warn(
-        { code: sqlState(error), reason: oneLine(error instanceof Error ? error.message : String(error)) },
-        'could not set the session settings',
-      );
     });
   });
   return pool;
@@ -131,28 +133,6 @@ export async function withTransaction<T>(
     client.off('error', onError);
     client.release(broken);
   }
-}
-
-// Class 08 (connection exception), 57P01-57P03 (terminated, crashed, not yet accepting), 57P05 (idle cut).
-const LOST_STATES = /^(08...|57P0[1235])$/;
-// A database closed to connections for a moment (ALLOW_CONNECTIONS false while it is switched over).
-const CLOSED_DATABASE = /is not currently accepting connections/;
-const LOST_MESSAGES =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up/i;
-
-/**
- * Whether an error (or one it wraps) means the database went away: a terminated or crashed backend, a server
- * that restarts or fails over, a network cut. Retrying once it is back can succeed.
- */
-export function isConnectionLoss(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const state = sqlState(e);
-    if (state !== undefined && LOST_STATES.test(state)) return true;
-    if (CLOSED_DATABASE.test(e.message)) return true;
-    if (state !== undefined && /^E[A-Z]+$/.test(state) && LOST_MESSAGES.test(state)) return true;
-    if (state === undefined && LOST_MESSAGES.test(e.message)) return true;
-  }
-  return false;
 }
 
 const RECONNECT_POLL_MS = 500;
@@ -250,8 +230,17 @@ class StatementCanceller {
   }
 }
 
-// pg sets processID from the server's BackendKeyData; @types/pg does not declare it.
-function backendPid(client: pg.PoolClient): number | undefined {
+/** Where createPool keeps the backend pid each session read of itself when it connected. */
+const BACKEND_PID = Symbol('post-reports-etl backend pid');
+
+/**
+ * The server backend a pooled session runs on: as the session read it when it connected, else pg's processID
+ * (from the server's BackendKeyData; a pooler such as PgBouncer sends its own there, no backend's).
+ */
+export function backendPid(client: pg.ClientBase): number | undefined {
+  const read = (client as { [BACKEND_PID]?: number })[BACKEND_PID];
+  if (read !== undefined) return read;
+  // @types/pg does not declare processID.
   const pid: unknown = (client as { processID?: unknown }).processID;
   return typeof pid === 'number' && pid > 0 ? pid : undefined;
 }

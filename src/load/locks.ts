@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { oneLine, StoreError } from '../errors.js';
+import { backendPid } from './database.js';
 import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -131,6 +132,8 @@ export type RunLockMode = 'shared' | 'exclusive';
 export interface RunLock {
   /** How the schema is held now. */
   readonly mode: RunLockMode;
+  /** The backend of the session holding the lock now (undefined while it is lost). */
+  readonly pid: number | undefined;
   /** From alone to shared, without a moment unheld: once the reset or migration is done, other runs may start. */
   share(): Promise<void>;
   /**
@@ -257,9 +260,9 @@ async function queueForLock(
   signal: AbortSignal | undefined,
 ): Promise<void> {
   signal?.throwIfAborted();
-  const pid = (client as { processID?: unknown }).processID;
+  const pid = backendPid(client);
   const cancel = (): void => {
-    if (typeof pid === 'number') pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+    if (pid !== undefined) pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
   };
   signal?.addEventListener('abort', cancel, { once: true });
   try {
@@ -310,6 +313,10 @@ class SessionRunLock implements RunLock {
 
   get mode(): RunLockMode {
     return this.#mode;
+  }
+
+  get pid(): number | undefined {
+    return this.#client === undefined ? undefined : backendPid(this.#client);
   }
 
   async share(): Promise<void> {
@@ -424,6 +431,12 @@ class SessionRunLock implements RunLock {
 
 function lostError(message: string): StoreError {
   return new StoreError('DB_CONNECTION_LOST', message);
+}
+
+/** Whether the session `pid` holds every one of `keys` now (as seen by `db`'s own transaction). */
+export async function sessionHolds(db: Queryable, pid: number, keys: readonly string[]): Promise<boolean> {
+  const holders = await lockHolders(db, keys);
+  return keys.every((key) => holders.get(key)?.some((holder) => holder.pid === pid) === true);
 }
 
 /** The live session holding each window's claim now (null where none), in the order of `windows`. */

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, ConfigError, EtlError, oneLine, StoreError } from '../errors.js';
+import { ApiError, ConfigError, EtlError, isConnectionLoss, oneLine, StoreError } from '../errors.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
-import { isConnectionLoss, waitForDatabase } from '../load/database.js';
+import { waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
 import { endAttempt, readWindow, recordReport, startAttempt } from '../load/window-state.js';
 import type { Logger } from '../logger.js';

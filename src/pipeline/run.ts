@@ -2,17 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
 import { SETTINGS } from '../config.js';
-import { EtlError, oneLine, StoreError } from '../errors.js';
+import { EtlError, isConnectionLoss, oneLine, StoreError } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
-import {
-  asStoreError,
-  createPool,
-  deadlineHint,
-  isConnectionLoss,
-  waitForDatabase,
-} from '../load/database.js';
+import { asStoreError, createPool, deadlineHint, waitForDatabase } from '../load/database.js';
 import { Loader } from '../load/loader.js';
-import { acquireRunLock, type RunLock } from '../load/locks.js';
+import { acquireRunLock, type RunLock, runLockKey, sessionHolds } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
 import { sqlState } from '../load/pg-error-codes.js';
 import { schemaEpoch } from '../load/schema-epoch.js';
@@ -153,10 +147,10 @@ async function loadRun(
 }
 
 /**
- * Commits a group under the run lock (waiting while its session is taken again). A commit whose connection is
- * lost is committed again once the database is back, if this run still holds the group's claims: a commit is
- * one transaction, so it either took effect whole or not at all, and committing the same stage again replaces
- * the same rows.
+ * Commits a group under the run lock (waiting while its session is taken again) and the group's claims, both
+ * checked inside the commit's transaction. A commit whose connection, lock or claims were lost is committed
+ * again once the database is back, if this run holds them again: a commit is one transaction, so it either took
+ * effect whole or not at all, and committing the same stage again replaces the same rows.
  */
 async function commitHeld(
   run: ActiveRun,
@@ -166,12 +160,24 @@ async function commitHeld(
   today: string,
 ): Promise<{ rows: number }> {
   const { stop, loader, logger, pool, config } = run;
+  const schema = config.db.schema;
+  // Checked inside the commit's transaction: a session lost since the checks above commits nothing.
+  const verify = async (client: pg.PoolClient): Promise<void> => {
+    const pid = lock.pid;
+    if (pid === undefined || !(await sessionHolds(client, pid, [runLockKey(schema)]))) {
+      throw new StoreError('DB_CONNECTION_LOST', 'the run lock was lost before the commit');
+    }
+    if (!(await claims.heldIn(client, group))) {
+      throw new StoreError('DB_CONNECTION_LOST', 'the window claims were lost before the commit');
+    }
+  };
   for (let attempt = 1; ; attempt++) {
     await lock.held();
     try {
-      return await loader.commitWindows(group, stop.child(), { today });
+      return await loader.commitWindows(group, stop.child(), { today, verify });
     } catch (error) {
-      if (attempt > 1 || stop.signal.aborted || !isConnectionLoss(error)) throw error;
+      const lost = error instanceof StoreError && error.code === 'DB_CONNECTION_LOST';
+      if (attempt > 1 || stop.signal.aborted || !(lost || isConnectionLoss(error))) throw error;
       logger.warn(
         {
           windows: group.map(windowLabel),

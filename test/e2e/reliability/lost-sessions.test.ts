@@ -37,12 +37,20 @@ function args(schema: string): string[] {
   return ['backfill', '--from', FROM, '--to', TO, '--window-days', '7', '--schema', schema];
 }
 
-/** Terminates the given backends: only ever those of this file's own database. */
+/** Terminates the given backends (only ever those of this file's own database), and waits until they are gone. */
 async function terminate(pids: readonly number[]): Promise<void> {
   await db.pool.query(
     `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid = ANY($2::int[])`,
     [dbName, pids],
   );
+  for (;;) {
+    const { rows } = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])',
+      [pids],
+    );
+    if (rows[0]?.n === 0) return;
+    await sleep(10);
+  }
 }
 
 /** Every session the connector holds on this file's database now. */
@@ -214,38 +222,61 @@ describe('sessions the server closes (the built CLI)', () => {
     await expectExact(sim, schema);
   });
 
-  it('every session, during a commit: the run ends with its summary line, and the data is exact', async () => {
-    const sim = await simulator({ seed: 44, postsPerDay: 30 });
-    const schema = 'cut_commit';
-    // The test holds the commit lock: the run's commit waits on it inside its transaction, where it is cut.
-    const holder = await db.pool.connect();
-    let held = true;
-    try {
-      await holder.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [commitLockKey(schema)]);
-      const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
-      for (;;) {
-        const { rows } = await db.pool.query<{ pid: number }>(
-          `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+  const commitCuts = [
+    { name: 'every session', seed: 44, sessions: async (_schema: string) => connectorSessions() },
+    {
+      name: 'the claims session alone',
+      seed: 48,
+      // The commit checks the claims once it holds the commit lock, and commits again once they are taken again.
+      log: 'the window claims were lost before the commit',
+      sessions: async (schema: string) =>
+        (await windowClaimHolders(db.pool, schema, WINDOWS)).flatMap((h) => (h === null ? [] : [h.pid])),
+    },
+    {
+      name: 'the run lock holder alone',
+      seed: 49,
+      sessions: async (schema: string) => (await runLockHolders(db.pool, schema)).map((h) => h.pid),
+    },
+  ];
+  for (const cut of commitCuts) {
+    it(`${cut.name}, during a commit: the run ends with its summary line, and the data is exact`, async () => {
+      const sim = await simulator({ seed: cut.seed, postsPerDay: 30 });
+      const schema = `cut_commit_${cut.seed}`;
+      // The test holds the commit lock: the run's commit waits on it inside its transaction, where it is cut.
+      const holder = await db.pool.connect();
+      let held = true;
+      try {
+        await holder.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [commitLockKey(schema)]);
+        const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+        for (;;) {
+          const { rows } = await db.pool.query<{ pid: number }>(
+            `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE a.datname = $1 AND a.application_name LIKE 'post-reports-etl%'
-              AND l.locktype = 'advisory' AND NOT l.granted`,
-          [dbName],
-        );
-        if (rows.length > 0) break;
-        if (run.child.exitCode !== null) break;
-        await sleep(50);
-      }
-      await terminate(await connectorSessions());
-      await holder.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [commitLockKey(schema)]);
-      held = false;
-      const result = await endsWithin(run, 60_000);
-      expect(result, 'still running 60 s after the cut').not.toBe('hung');
-      if (result === 'hung') return;
-      await expectServedOrResumed(result, sim, schema);
-    } finally {
-      if (held) {
+              AND l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1
+              AND l.classid::bigint = (hashtextextended($2, 0) >> 32) & 4294967295
+              AND l.objid::bigint = hashtextextended($2, 0) & 4294967295`,
+            [dbName, commitLockKey(schema)],
+          );
+          if (rows.length > 0) break;
+          if (run.child.exitCode !== null) break;
+          await sleep(50);
+        }
+        const pids = await cut.sessions(schema);
+        expect(pids.length).toBeGreaterThan(0);
+        await terminate(pids);
         await holder.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [commitLockKey(schema)]);
+        held = false;
+        const result = await endsWithin(run, 60_000);
+        expect(result, 'still running 60 s after the cut').not.toBe('hung');
+        if (result === 'hung') return;
+        if ('log' in cut) expect(result.stderr).toContain(cut.log);
+        await expectServedOrResumed(result, sim, schema);
+      } finally {
+        if (held) {
+          await holder.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [commitLockKey(schema)]);
+        }
+        holder.release();
       }
-      holder.release();
-    }
-  });
+    });
+  }
 });
