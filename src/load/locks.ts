@@ -164,8 +164,8 @@ export interface RegainOptions {
 export interface RunLockOptions {
   readonly signal?: AbortSignal;
   /**
-   * Why this run needs the schema alone now (a reset, pending migrations), or null: asked again while it waits,
-   * since another run may finish the migrations meanwhile.
+   * Why this run needs the schema alone now (a reset, pending migrations), or null: asked again once it is this
+   * run's turn among those who need the schema alone, since the one before it may have applied the migrations.
    */
   readonly alone?: (db: Queryable) => Promise<string | null>;
   /** Told once when the run must wait, and for what. */
