@@ -39,9 +39,12 @@ BEGIN
            CASE period WHEN 'none' THEN 'all'
                        WHEN 'month' THEN 'm' || to_char(_window_start, 'YYYYMM')
                        ELSE 'y' || to_char(_window_start, 'YYYY') END AS suffix,
-           CASE period WHEN 'month' THEN date_trunc('month', _window_start)::date
+           -- 'none' has one partition whatever the years loaded: no bounds, or DISTINCT keeps one row a year.
+           CASE period WHEN 'none' THEN NULL
+                       WHEN 'month' THEN date_trunc('month', _window_start)::date
                        ELSE date_trunc('year', _window_start)::date END AS lo,
-           CASE period WHEN 'month' THEN (date_trunc('month', _window_start) + interval '1 month')::date
+           CASE period WHEN 'none' THEN NULL
+                       WHEN 'month' THEN (date_trunc('month', _window_start) + interval '1 month')::date
                        ELSE (date_trunc('year', _window_start) + interval '1 year')::date END AS hi
       FROM {{schema}}.posts_by_window
   LOOP

@@ -50,6 +50,8 @@ export interface DbConfig {
   readonly lockTimeoutMs?: number;
   /** `idle_in_transaction_session_timeout` of the connector's sessions; 0: no limit. Absent: the server's. */
   readonly idleInTransactionTimeoutMs?: number;
+  /** How long a run waits for a database that went away (failover, restart, network cut). Absent: 0. */
+  readonly reconnectWaitMs?: number;
 }
 
 export interface RunConfig {
@@ -214,6 +216,12 @@ export const SETTINGS = {
     env: 'POST_REPORTS_CONNECT_TIMEOUT_MS',
     default: '30000',
     description: 'Timeout of opening a database connection (or waiting for a free one)',
+  },
+  reconnectWaitMs: {
+    env: 'POST_REPORTS_RECONNECT_WAIT_MS',
+    default: '60000',
+    description:
+      'How long a run waits for a database that went away mid-run (failover, restart) to come back',
   },
   lockWaitMs: {
     env: 'POST_REPORTS_LOCK_WAIT_MS',
@@ -670,6 +678,7 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
     lockTimeoutMs: integer('lockTimeoutMs', env, flags, problems, 0, 86_400_000),
     idleInTransactionTimeoutMs: integer('idleInTransactionTimeoutMs', env, flags, problems, 0, 86_400_000),
     connectTimeoutMs: integer('connectTimeoutMs', env, flags, problems, 0, 3_600_000),
+    reconnectWaitMs: integer('reconnectWaitMs', env, flags, problems, 0, 86_400_000),
   };
 }
 

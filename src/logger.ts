@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { build as prettyStream } from 'pino-pretty';
+import { isConnectionLoss } from './errors.js';
 
 export type { Logger } from 'pino';
 
@@ -51,6 +52,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     {
       level: options.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { err: serializeError },
       ...(secrets.length > 0
         ? {
             hooks: {
@@ -62,6 +64,25 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     destination,
   );
+}
+
+/**
+ * pino's error serializer, without the stack trace of an error that carries a code (the connector's own, a
+ * SQLSTATE, a network errno) or wraps one: its one-line message says what happened, and a database or network
+ * failure is not a bug to trace. Unexpected errors keep their stack.
+ */
+function serializeError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const serialized: Record<string, unknown> = { ...pino.stdSerializers.err(error) };
+  if (hasCode(error) || isConnectionLoss(error)) delete serialized.stack;
+  return serialized;
+}
+
+function hasCode(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ('code' in e && typeof e.code === 'string') return true;
+  }
+  return false;
 }
 
 function scrub(line: string, secrets: readonly string[]): string {

@@ -24,6 +24,11 @@ import { forgetWindows, markLoaded } from './window-state.js';
 export interface CommitOptions {
   /** The run's today (YYYY-MM-DD, UTC; default: the current date): a window reaching it is recorded as open. */
   today?: string;
+  /**
+   * Run inside the commit's transaction once it holds the commit lock: throws when what the commit stands on (the
+   * run's locks, held by other sessions) is gone, so that nothing is committed without it.
+   */
+  verify?: (client: pg.PoolClient) => Promise<void>;
 }
 
 const POSTS = 'posts';
@@ -44,7 +49,7 @@ export async function commitWindows(
       const stages = await completeStages(client, context.target.schema, sorted);
       // The segments are sorted by their key on the way in: in memory, not spilled to disk.
       await client.query(queries.commitSortMemory);
-      const replaced = await replaceOld(client, context, sorted, stages);
+      const replaced = await replaceOld(client, context, sorted, stages, options.verify);
       let total = 0;
       for (const [i, stage] of stages.entries()) {
         signal?.throwIfAborted();
@@ -115,9 +120,12 @@ async function replaceOld(
   context: LoadContext,
   sorted: readonly Window[],
   stages: readonly ProgressRow[],
+  verify: CommitOptions['verify'],
 ): Promise<Window[]> {
   const { schema } = context.target;
   await lockForTransaction(client, commitLockKey(schema));
+  // Once the commits before this one are done: what this one stands on may have been lost while it waited.
+  await verify?.(client);
   // No column may be added to or retyped in posts between reading its columns and inserting the stages.
   await lockForTransaction(client, ddlLockKey(schema));
   // Nothing older replaces anything newer, whatever the windows' extents: another process may have loaded

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type DbConfig, SETTINGS } from '../config.js';
-import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
+import { EtlError, isAbortError, isConnectionLoss, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import {
   IDLE_IN_TRANSACTION_TIMEOUT,
@@ -22,30 +22,60 @@ export interface PoolOptions {
 const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 /**
+ * What every session of the connector sets once connected, as statements rather than startup parameters (a
+ * pooler such as PgBouncer refuses unknown startup parameters). The run lock's session sits idle for a whole
+ * run: a server (or a managed service) that closes idle sessions must not end it.
+ */
+export function sessionSettings(db: DbConfig): string {
+  const settings: [string, number | undefined][] = [
+    // 0 leaves the server's own value, which is "no limit" by default.
+    ['statement_timeout', db.statementTimeoutMs > 0 ? db.statementTimeoutMs : undefined],
+    ['lock_timeout', db.lockTimeoutMs || undefined],
+    ['idle_in_transaction_session_timeout', db.idleInTransactionTimeoutMs || undefined],
+  ];
+  return [
+    ...settings
+      .filter((entry): entry is [string, number] => entry[1] !== undefined)
+      .map(([name, value]) => `SET ${name} = ${Math.round(value)}`),
+    // PostgreSQL 14 added it; an older server is refused by the preflight, with its version named.
+    `SELECT set_config('idle_session_timeout', '0', false) WHERE current_setting('server_version_num')::int >= 140000`,
+  ].join('; ');
+}
+
+/**
  * The one place that opens PostgreSQL connections. Every wait has a deadline: `statement_timeout`,
- * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none),
+ * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none; see
+ * sessionSettings),
  * opening a connection or waiting for a free one is bounded by `connectTimeoutMs`, and TCP keepalive notices a
- * server that vanished. `sslmode` and the other URL parameters are honoured by pg. Errors of idle connections
- * (a restarted server, a terminated backend) are logged without the connection string, and the pool replaces
- * the connection.
+ * server that vanished; `idle_session_timeout` is turned off. `sslmode` and the other URL parameters are
+ * honoured by pg. Every connection has an `error` listener from its first moment, checked out or idle: a
+ * terminated backend, a restarted server or a network cut is logged on one line without the connection string,
+ * and whoever holds the connection learns it from its next query (the pool replaces an idle one).
  */
 export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = {}): pg.Pool {
+  const setup = sessionSettings(db);
   const pool = new pg.Pool({
     connectionString: db.url.reveal(),
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'post-reports-etl',
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
-    // pg sends a setting only when it is truthy: 0 leaves the server's own value, which is "no limit" by default.
-    ...(db.statementTimeoutMs > 0 ? { statement_timeout: db.statementTimeoutMs } : {}),
-    ...(db.lockTimeoutMs ? { lock_timeout: db.lockTimeoutMs } : {}),
-    ...(db.idleInTransactionTimeoutMs
-      ? { idle_in_transaction_session_timeout: db.idleInTransactionTimeoutMs }
-      : {}),
     ...(db.connectTimeoutMs ? { connectionTimeoutMillis: db.connectTimeoutMs } : {}),
+    // Awaited by the pool before it hands the connection out: a session that cannot be set up is not used.
+    onConnect: async (client: pg.ClientBase) => {
+      const results: unknown = await client.query(`${setup}; SELECT pg_backend_pid() AS pid`);
+      const last = Array.isArray(results) ? results.at(-1) : results;
+      const pid: unknown = (last as pg.QueryResult<{ pid: number }> | undefined)?.rows[0]?.pid;
+      if (typeof pid === 'number') (client as { [BACKEND_PID]?: number })[BACKEND_PID] = pid;
+    },
   });
   pool.on('error', (error: Error) => {
     logger.warn({ code: sqlState(error), reason: oneLine(error.message) }, 'idle database connection failed');
+  });
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error) => {
+      logger.debug({ code: sqlState(error), reason: oneLine(error.message) }, 'database connection lost');
+    });
   });
   return pool;
 }
@@ -102,6 +132,31 @@ export async function withTransaction<T>(
   } finally {
     client.off('error', onError);
     client.release(broken);
+  }
+}
+
+const RECONNECT_POLL_MS = 500;
+
+/**
+ * Waits until the database accepts a session again (a restart, a failover), trying every half second for up to
+ * `waitMs`; false when it did not within that time.
+ */
+export async function waitForDatabase(pool: pg.Pool, waitMs: number, signal?: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await pool.query('SELECT 1');
+      return true;
+    } catch (error) {
+      if (!isConnectionLoss(error) || Date.now() >= deadline || signal?.aborted) return false;
+    }
+    try {
+      await sleep(Math.min(RECONNECT_POLL_MS, Math.max(0, deadline - Date.now())), undefined, {
+        ...(signal ? { signal } : {}),
+      });
+    } catch {
+      return false;
+    }
   }
 }
 
@@ -176,8 +231,17 @@ class StatementCanceller {
   }
 }
 
-// pg sets processID from the server's BackendKeyData; @types/pg does not declare it.
-function backendPid(client: pg.PoolClient): number | undefined {
+/** Where createPool keeps the backend pid each session read of itself when it connected. */
+const BACKEND_PID = Symbol('post-reports-etl backend pid');
+
+/**
+ * The server backend a pooled session runs on: as the session read it when it connected, else pg's processID
+ * (from the server's BackendKeyData; a pooler such as PgBouncer sends its own there, no backend's).
+ */
+export function backendPid(client: pg.ClientBase): number | undefined {
+  const read = (client as { [BACKEND_PID]?: number })[BACKEND_PID];
+  if (read !== undefined) return read;
+  // @types/pg does not declare processID.
   const pid: unknown = (client as { processID?: unknown }).processID;
   return typeof pid === 'number' && pid > 0 ? pid : undefined;
 }

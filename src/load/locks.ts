@@ -6,7 +6,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
-import { StoreError } from '../errors.js';
+import { oneLine, StoreError } from '../errors.js';
+import { backendPid } from './database.js';
+import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
 import { parseSessionName, type RunName } from './session-name.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -37,6 +39,11 @@ export function windowClaimKey(schema: string, window: { start: string; end: str
 /** One migration at a time per schema. */
 export function migrateLockKey(schema: string): string {
   return `${PREFIX}:migrate:${schema}`;
+}
+
+/** Those who need the schema alone (a reset, a migration) queue on it, one at a time, before taking the run lock. */
+export function aloneQueueKey(schema: string): string {
+  return `${PREFIX}:alone:${schema}`;
 }
 
 /** Runs share it; a reset or a migration takes it alone. */
@@ -133,25 +140,52 @@ export type RunLockMode = 'shared' | 'exclusive';
 export interface RunLock {
   /** How the schema is held now. */
   readonly mode: RunLockMode;
+  /** The backend of the session holding the lock now (undefined while it is lost). */
+  readonly pid: number | undefined;
   /** From alone to shared, without a moment unheld: once the reset or migration is done, other runs may start. */
   share(): Promise<void>;
+  /**
+   * Resolves at once while the lock is held. Once its session is lost (a terminated backend, a failover), it
+   * resolves when the shared lock is taken again on a new session, and only if nothing held the schema alone
+   * meanwhile (see RunLockOptions.regain); it rejects with StoreError('DB_CONNECTION_LOST') when that cannot be
+   * proved, or the database does not come back in time. Nothing may be committed until it resolves.
+   */
+  held(): Promise<void>;
   release(): Promise<void>;
+}
+
+/** How a shared run lock whose session was lost is taken again. */
+export interface RegainOptions {
+  /** How long to wait for the database to come back and the lock to be free. */
+  readonly waitMs: number;
+  /**
+   * A reading of the schema that whoever holds it alone (a reset, a migration) changes for certain: equal
+   * readings before the loss and after the lock is taken again prove that nothing held it alone between.
+   */
+  readonly epoch: (db: Queryable) => Promise<string>;
+  /** Told once the lock is lost, with the cause. */
+  readonly onLost?: (error: Error) => void;
+  /** Told once the lock is held again. */
+  readonly onRegained?: () => void;
 }
 
 export interface RunLockOptions {
   readonly signal?: AbortSignal;
   /**
-   * Why this run needs the schema alone now (a reset, pending migrations), or null: asked again while it waits,
-   * since another run may finish the migrations meanwhile.
+   * Why this run needs the schema alone now (a reset, pending migrations), or null: asked again once it is this
+   * run's turn among those who need the schema alone, since the one before it may have applied the migrations.
    */
   readonly alone?: (db: Queryable) => Promise<string | null>;
   /** Told once when the run must wait, and for what. */
   readonly onWait?: (message: string) => void;
+  /** Absent: a lost lock is never taken again (held() rejects). */
+  readonly regain?: RegainOptions;
 }
 
 /**
  * Takes the schema's run lock, shared unless `alone` says why not, waiting up to `waitMs` for the runs or the
- * reset in the way; then LOCK_HELD (exit 4).
+ * reset in the way; then LOCK_HELD (exit 4). The wait is PostgreSQL's own lock queue, not polling: a reset or a
+ * migration waiting for the schema alone gets it before the runs that asked after it, which queue behind it.
  */
 export async function acquireRunLock(
   pool: pg.Pool,
@@ -160,64 +194,257 @@ export async function acquireRunLock(
   options: RunLockOptions = {},
 ): Promise<RunLock> {
   const key = runLockKey(schema);
+  const gate = aloneQueueKey(schema);
   const client = await pool.connect();
+  const deadline = Date.now() + waitMs;
+  let told = false;
+  // Waits in PostgreSQL's queue for `lockKey`, until the deadline; LOCK_HELD naming what was waited for.
+  const take = async (lockKey: string, mode: RunLockMode, waitingFor: string): Promise<void> => {
+    if (await tryLockSession(client, lockKey, mode)) return;
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new StoreError(
+        'LOCK_HELD',
+        `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,
+      );
+    }
+    if (!told) options.onWait?.(`${waitingFor}: waiting up to ${Math.round(waitMs / 1000)} s`);
+    told = true;
+    await queueForLock(pool, client, lockKey, mode, left, options.signal).catch((error: unknown) => {
+      if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
+      throw new StoreError(
+        'LOCK_HELD',
+        `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,
+      );
+    });
+  };
   let mode: RunLockMode;
+  let gated = false;
   try {
-    const deadline = Date.now() + waitMs;
-    let told = false;
-    for (;;) {
-      const reason = (await options.alone?.(client)) ?? null;
-      mode = reason === null ? 'shared' : 'exclusive';
-      if (await tryLockSession(client, key, mode)) break;
-      const waitingFor =
-        reason === null
-          ? `a reset or a migration holds schema "${schema}" alone`
-          : `${reason} needs schema "${schema}" alone, and other runs are working on it`;
-      if (Date.now() >= deadline) {
-        throw new StoreError(
-          'LOCK_HELD',
-          `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,
-        );
-      }
-      if (!told) options.onWait?.(`${waitingFor}: waiting up to ${Math.round(waitMs / 1000)} s`);
-      told = true;
-      await sleep(Math.min(RETRY_MS, Math.max(0, deadline - Date.now())), undefined, {
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+    let reason = (await options.alone?.(client)) ?? null;
+    if (reason !== null) {
+      // Whoever needs the schema alone queues here first, one at a time: once it is its turn, it asks again
+      // (the process before it may have applied the same migrations), so that only the first waits for the runs.
+      await take(
+        gate,
+        'exclusive',
+        `${reason} needs schema "${schema}" alone, and another process is before it`,
+      );
+      gated = true;
+      reason = (await options.alone?.(client)) ?? null;
+    }
+    mode = reason === null ? 'shared' : 'exclusive';
+    await take(
+      key,
+      mode,
+      reason === null
+        ? `a reset or a migration holds schema "${schema}" alone`
+        : `${reason} needs schema "${schema}" alone, and other runs are working on it`,
+    );
+    if (gated && mode === 'shared') {
+      await unlockSession(client, gate);
+      gated = false;
     }
   } catch (error) {
-    client.release();
+    // Ending the session frees whatever it holds.
+    client.release(error instanceof StoreError && !gated ? undefined : error instanceof Error ? error : true);
     throw error;
   }
-  let released = false;
-  const unlock = (held: RunLockMode) =>
-    client.query(
-      `SELECT ${held === 'shared' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'}(${LOCK_NUMBER})`,
-      [key],
-    );
-  return {
-    get mode() {
-      return mode;
-    },
-    async share() {
-      if (mode === 'shared') return;
-      // A session's own locks never conflict with its requests: the shared lock is granted at once.
-      await client.query(`SELECT pg_advisory_lock_shared(${LOCK_NUMBER})`, [key]);
-      await unlock('exclusive');
-      mode = 'shared';
-    },
-    async release() {
-      if (released) return;
-      released = true;
+  const lock = new SessionRunLock(pool, key, client, mode, options, gated ? gate : undefined);
+  if (mode === 'shared') await lock.readEpoch();
+  return lock;
+}
+
+/**
+ * Waits in PostgreSQL's queue for the session lock on `key`, at most `waitMs` (lock_timeout: LOCK_NOT_AVAILABLE),
+ * cancelled when `signal` aborts. A session lock taken in a transaction outlives it.
+ */
+async function queueForLock(
+  pool: pg.Pool,
+  client: pg.PoolClient,
+  key: string,
+  mode: RunLockMode,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  signal?.throwIfAborted();
+  const pid = backendPid(client);
+  const cancel = (): void => {
+    if (pid !== undefined) pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+  };
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))}`);
+      await client.query('SET LOCAL statement_timeout = 0');
+      const fn = mode === 'shared' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock';
+      await client.query(`SELECT ${fn}(${LOCK_NUMBER})`, [key]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      signal?.throwIfAborted();
+      throw error;
+    }
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+  }
+}
+
+class SessionRunLock implements RunLock {
+  readonly #pool: pg.Pool;
+  readonly #key: string;
+  readonly #options: RunLockOptions;
+  #client: pg.PoolClient | undefined;
+  #mode: RunLockMode;
+  #epoch: string | undefined;
+  #regaining: Promise<void> | undefined;
+  #released = false;
+  /** The queue of those who need the schema alone, held until this one shares it. */
+  #gate: string | undefined;
+
+  constructor(
+    pool: pg.Pool,
+    key: string,
+    client: pg.PoolClient,
+    mode: RunLockMode,
+    options: RunLockOptions,
+    gate: string | undefined,
+  ) {
+    this.#pool = pool;
+    this.#key = key;
+    this.#options = options;
+    this.#mode = mode;
+    this.#gate = gate;
+    this.#hold(client);
+  }
+
+  get mode(): RunLockMode {
+    return this.#mode;
+  }
+
+  get pid(): number | undefined {
+    return this.#client === undefined ? undefined : backendPid(this.#client);
+  }
+
+  async share(): Promise<void> {
+    if (this.#mode === 'shared') return;
+    const client = this.#live();
+    // A session's own locks never conflict with its requests: the shared lock is granted at once.
+    await client.query(`SELECT pg_advisory_lock_shared(${LOCK_NUMBER})`, [this.#key]);
+    await this.#unlock(client, 'exclusive');
+    this.#mode = 'shared';
+    if (this.#gate !== undefined) await unlockSession(client, this.#gate);
+    this.#gate = undefined;
+    await this.readEpoch();
+  }
+
+  /** Reads the epoch the lock is held under (see RegainOptions.epoch). */
+  async readEpoch(): Promise<void> {
+    const epoch = this.#options.regain?.epoch;
+    if (epoch !== undefined) this.#epoch = await epoch(this.#live());
+  }
+
+  held(): Promise<void> {
+    return this.#regaining ?? Promise.resolve();
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    await this.#regaining?.catch(() => {});
+    const client = this.#client;
+    this.#client = undefined;
+    if (client === undefined) return;
+    try {
+      await this.#unlock(client, this.#mode);
+      if (this.#gate !== undefined) await unlockSession(client, this.#gate);
+      client.release();
+    } catch (error) {
+      // A broken connection frees the lock anyway; drop it from the pool.
+      client.release(error instanceof Error ? error : true);
+    }
+  }
+
+  #live(): pg.PoolClient {
+    if (this.#client === undefined) throw lostError('the session holding the run lock was lost');
+    return this.#client;
+  }
+
+  #hold(client: pg.PoolClient): void {
+    this.#client = client;
+    const onLost = (error: Error): void => {
+      client.off('error', onLost);
+      if (this.#client !== client || this.#released) return;
+      this.#client = undefined;
+      client.release(error);
+      this.#lost(error);
+    };
+    client.on('error', onLost);
+  }
+
+  #lost(error: Error): void {
+    const regain = this.#options.regain;
+    const regaining =
+      regain === undefined || this.#mode !== 'shared' || this.#epoch === undefined
+        ? Promise.reject(lostError(`the session holding the run lock was lost (${oneLine(error.message)})`))
+        : this.#regain(regain, error);
+    // Awaited through held(); a run that commits nothing more never asks.
+    regaining.catch(() => {});
+    this.#regaining = regaining;
+    regain?.onLost?.(error);
+  }
+
+  async #regain(regain: RegainOptions, cause: Error): Promise<void> {
+    const deadline = Date.now() + regain.waitMs;
+    const why = `the session holding the run lock was lost (${oneLine(cause.message)})`;
+    const signal = this.#options.signal;
+    for (;;) {
+      if (this.#released || signal?.aborted) throw lostError(why);
+      let client: pg.PoolClient | undefined;
       try {
-        await unlock(mode);
+        client = await this.#pool.connect();
+        if (await tryLockSession(client, this.#key, 'shared')) {
+          const epoch = await regain.epoch(client);
+          if (epoch !== this.#epoch) {
+            client.release(true);
+            throw lostError(`${why}, and the schema was reset or migrated before it was taken again`);
+          }
+          this.#hold(client);
+          this.#regaining = undefined;
+          regain.onRegained?.();
+          return;
+        }
         client.release();
       } catch (error) {
-        // A broken connection frees the lock anyway; drop it from the pool.
-        client.release(error instanceof Error ? error : true);
+        if (error instanceof StoreError) throw error;
+        client?.release(error instanceof Error ? error : true);
       }
-    },
-  };
+      if (Date.now() >= deadline) {
+        throw lostError(
+          `${why}, and it could not be taken again within ${Math.round(regain.waitMs / 1000)} s (${SETTINGS.reconnectWaitMs.env})`,
+        );
+      }
+      await sleep(Math.min(RETRY_MS * 2, Math.max(0, deadline - Date.now())));
+    }
+  }
+
+  #unlock(client: pg.PoolClient, held: RunLockMode) {
+    return client.query(
+      `SELECT ${held === 'shared' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock'}(${LOCK_NUMBER})`,
+      [this.#key],
+    );
+  }
+}
+
+function lostError(message: string): StoreError {
+  return new StoreError('DB_CONNECTION_LOST', message);
+}
+
+/** Whether the session `pid` holds every one of `keys` now (as seen by `db`'s own transaction). */
+export async function sessionHolds(db: Queryable, pid: number, keys: readonly string[]): Promise<boolean> {
+  const holders = await lockHolders(db, keys);
+  return keys.every((key) => holders.get(key)?.some((holder) => holder.pid === pid) === true);
 }
 
 /** The live session holding each window's claim now (null where none), in the order of `windows`. */

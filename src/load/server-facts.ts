@@ -1,7 +1,9 @@
 /*
- * What the server and the connecting role are, read before a run writes anything: the server version and the
- * privileges the connector needs on its database and schema (the preflight decides what is missing).
+ * What the server and the connecting role are, read before a run writes anything: the server version, the
+ * privileges the connector needs on its database and schema, and whether a session keeps its state (the
+ * preflight decides what is missing).
  */
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -77,4 +79,46 @@ export async function readServerFacts(db: Queryable, schema: string): Promise<Se
     schemaCreate: row.schema_create,
     foreignTables: foreign,
   };
+}
+
+/** What two sessions saw of their server sessions (see readSessionPersistence). */
+export interface SessionPersistence {
+  /** Two sessions open at once ran on the same server session. */
+  readonly sharedBackend: boolean;
+  /** A setting a session made was gone at its next statement. */
+  readonly settingLost: boolean;
+}
+
+const PROBE_SETTING = 'post_reports_etl.session_probe';
+
+/**
+ * Whether a session of the connector keeps its server session, as it does on a direct connection or through a
+ * pooler in session mode; a pooler in transaction (or statement) mode hands each transaction whichever server
+ * session is free. Two sessions are held at once: on one, a setting is made and read back by a later
+ * statement; the other says which server session it runs on between the two. Reads and sets nothing that lasts.
+ */
+export async function readSessionPersistence(pool: pg.Pool): Promise<SessionPersistence> {
+  const first = await pool.connect();
+  let second: pg.PoolClient | undefined;
+  try {
+    second = await pool.connect();
+    const probe = randomUUID();
+    const set = await first.query<{ pid: number }>(
+      `SELECT pg_backend_pid() AS pid, set_config('${PROBE_SETTING}', $1, false)`,
+      [probe],
+    );
+    const other = await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const read = await first.query<{ pid: number; probe: string | null }>(
+      `SELECT pg_backend_pid() AS pid, current_setting('${PROBE_SETTING}', true) AS probe`,
+    );
+    await first.query(`RESET ${PROBE_SETTING}`);
+    const firstPid = set.rows[0]?.pid;
+    return {
+      sharedBackend: other.rows[0]?.pid === firstPid || other.rows[0]?.pid === read.rows[0]?.pid,
+      settingLost: read.rows[0]?.probe !== probe || read.rows[0]?.pid !== firstPid,
+    };
+  } finally {
+    second?.release();
+    first.release();
+  }
 }

@@ -7,7 +7,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
-import { lockHolders, tryLockSession, unlockSession, windowClaimHolders, windowClaimKey } from './locks.js';
+import {
+  lockHolders,
+  sessionHolds,
+  tryLockSession,
+  unlockSession,
+  windowClaimHolders,
+  windowClaimKey,
+} from './locks.js';
 import { loadedFrom } from './window-state.js';
 
 const WAIT_MS = 250;
@@ -116,6 +123,14 @@ export class WindowClaims {
       }
       return this.#claim(group);
     });
+  }
+
+  /**
+   * Whether this run's claims session holds the whole group now, read by `db` (the commit's own transaction, so
+   * that nothing is committed on a claim lost since holds() said yes).
+   */
+  async heldIn(db: Pick<pg.ClientBase, 'query'>, group: readonly Window[]): Promise<boolean> {
+    return this.#pid !== 0 && this.#client !== undefined && sessionHolds(db, this.#pid, this.#keys(group));
   }
 
   release(group: readonly Window[]): Promise<void> {

@@ -21,12 +21,12 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
   {
     code: EXIT.failed,
     meaning:
-      'the run failed as a whole: the API or the database unreachable (after the retries), an unexpected error',
+      'the run failed as a whole: the API or the database unreachable (after the retries), the database gone mid-run for longer than `POST_REPORTS_RECONNECT_WAIT_MS` or reset meanwhile (`DB_CONNECTION_LOST`: what was committed stays, the next run resumes), an unexpected error',
   },
   {
     code: EXIT.usage,
     meaning:
-      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a database that does not exist, a base URL the API answers 404 at (each found before anything is written), a `--reset` declined at its question; a token the API rejects (401/403), on any request, stops the run at once',
+      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a database that does not exist, a base URL the API answers 404 at, a pooler in transaction mode (each found before anything is written), a `--reset` declined at its question; a token the API rejects (401/403), on any request, stops the run at once',
   },
   {
     code: EXIT.partial,
@@ -56,6 +56,7 @@ const NEEDS_A_PERSON = new Set<string>([
   'DB_LOGIN_REJECTED',
   'DB_NOT_FOUND',
   'API_NOT_FOUND',
+  'DB_POOLER_UNSUPPORTED',
 ]);
 
 /** How a run ended, as far as its exit code goes. */

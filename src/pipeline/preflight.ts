@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { ApiClient } from '../api/client.js';
 import { StoreError } from '../errors.js';
 import { type Dimensions, fetchDimensions } from '../extract/dimensions.js';
-import { readServerFacts, type ServerFacts } from '../load/server-facts.js';
+import { readServerFacts, readSessionPersistence, type ServerFacts } from '../load/server-facts.js';
 
 /** range_agg and the multirange operators of the window commit (src/load/queries.ts) came with PostgreSQL 14. */
 export const MIN_SERVER_VERSION_NUM = 140000;
@@ -10,8 +10,9 @@ const MIN_SERVER_VERSION = '14';
 
 /**
  * Checks, before any report is created and before anything is written, what no retry can fix: the token (the
- * dimensions call, whose answer the run needs anyway), the server version, and the role's privileges on the
- * database and the schema. Each failure is one line naming what was found and what is needed (exit 2).
+ * dimensions call, whose answer the run needs anyway), the server version, the role's privileges on the
+ * database and the schema, and sessions that keep their state (not a pooler in transaction mode). Each failure
+ * is one line naming what was found and what is needed (exit 2).
  */
 export async function preflight(
   api: ApiClient,
@@ -29,6 +30,22 @@ export async function checkServer(pool: pg.Pool, schema: string): Promise<void> 
   const facts = await readServerFacts(pool, schema);
   checkServerVersion(facts.versionNum, facts.version);
   checkPrivileges(facts, schema);
+  await checkSessionsPersist(pool);
+}
+
+/**
+ * Throws StoreError('DB_POOLER_UNSUPPORTED') when sessions do not keep their server session: a pooler in
+ * transaction or statement mode. The run lock and the window claims are session advisory locks, and the
+ * session settings are session state: through such a pooler they would land on whichever server session is
+ * free, and locks would be held by nobody, or by another client.
+ */
+export async function checkSessionsPersist(pool: pg.Pool): Promise<void> {
+  const seen = await readSessionPersistence(pool);
+  if (!seen.sharedBackend && !seen.settingLost) return;
+  throw new StoreError(
+    'DB_POOLER_UNSUPPORTED',
+    `the database connection goes through a pooler in transaction mode (${seen.sharedBackend ? 'two sessions ran on one server session' : 'a session setting was gone at the next statement'}): the connector holds session locks and settings for a whole run, which need a session of their own; connect through the pooler in session mode (PgBouncer: pool_mode = session) or directly to PostgreSQL`,
+  );
 }
 
 /** Throws StoreError('DB_VERSION_UNSUPPORTED') for a server older than the SQL needs. */

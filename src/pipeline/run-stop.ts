@@ -8,7 +8,8 @@ export function stopsTheRun(error: unknown): error is EtlError {
 /**
  * Stops the whole run at once on an error no window can get past, instead of failing the windows one by one:
  * its `signal` aborts then (or when the caller's signal does), and everything of the run listens to it. The
- * windows it stops are interrupted, not failed: the next run, with a valid token, resumes them.
+ * windows it stops are interrupted, not failed: the next run, with a valid token or its database back, resumes
+ * them.
  */
 export class RunStop {
   readonly #controller = new AbortController();
@@ -31,6 +32,14 @@ export class RunStop {
    */
   child(): AbortSignal {
     return AbortSignal.any([this.signal]);
+  }
+
+  /** Stops the run on an error of its own that no window can get past (its database lost for good). */
+  fail(error: EtlError): void {
+    if (this.#cause === undefined && !this.signal.aborted) {
+      this.#cause = error;
+      this.#controller.abort(error);
+    }
   }
 
   /** Stops the run when `error` is one that stops it; true when the run is (now or already) stopped by one. */

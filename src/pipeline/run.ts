@@ -2,19 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
-import { oneLine } from '../errors.js';
+import { isConnectionLoss, oneLine, StoreError } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { createPool } from '../load/database.js';
+import { asStoreError, createPool, waitForDatabase } from '../load/database.js';
 import { Loader } from '../load/loader.js';
-import { acquireRunLock, type RunLock } from '../load/locks.js';
+import { acquireRunLock, type RunLock, runLockKey, sessionHolds } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
+import { sqlState } from '../load/pg-error-codes.js';
+import { schemaEpoch } from '../load/schema-epoch.js';
 import { sessionName } from '../load/session-name.js';
 import { WindowClaims } from '../load/window-claims.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
 import { startClock } from '../model/clock.js';
 import { dayBefore } from '../model/dates.js';
 import { canonicalFilters } from '../model/filters.js';
+import { windowLabel } from '../model/window.js';
 import { VERSION } from '../version.js';
 import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
@@ -26,6 +29,7 @@ import type { RunRequest } from './run-request.js';
 import { RunStop } from './run-stop.js';
 import type { RunStatus, RunSummary, WindowFailure } from './run-summary.js';
 import { WindowStager } from './window-stager.js';
+import type { WindowGroup } from './windows.js';
 
 /**
  * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
@@ -60,10 +64,24 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       postIdField: config.api.postIdField,
       partitionPeriod: config.db.partitionPeriod,
     };
-    const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+    const lock: RunLock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
       signal: stop.signal,
       alone: (db) => needsSchemaAlone(db, target, request),
       onWait: (message) => logger.warn(message),
+      regain: {
+        waitMs: config.db.reconnectWaitMs ?? 0,
+        epoch: (db) => schemaEpoch(db, config.db.schema),
+        onLost: (error) => {
+          logger.warn(
+            { code: sqlState(error), reason: oneLine(error.message) },
+            'the run lock session was lost: no commit until the lock is taken again',
+          );
+          // Nothing held the schema alone meanwhile, or the run stops: its windows in flight are interrupted.
+          lock.held().catch((lost: unknown) => stop.fail(asStoreError('the run lock', lost)));
+        },
+        onRegained: () =>
+          logger.info('the run lock was taken again; nothing held the schema alone meanwhile'),
+      },
     }).catch((error: unknown) => {
       throw connectionError(config.db.url.reveal(), error);
     });
@@ -112,7 +130,7 @@ async function loadRun(
   lock: RunLock,
   madeSince: Date,
 ): Promise<RunSummary> {
-  const { config, pool, stop, loader, logger } = run;
+  const { config, pool, stop, logger } = run;
   const signal = stop.signal;
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
@@ -128,17 +146,63 @@ async function loadRun(
       concurrency: config.run.concurrency,
       signal,
       claims,
-      commit: (group) => loader.commitWindows(group, stop.child(), { today: request.today }),
+      commit: (group) => commitHeld(run, lock, claims, group, request.today),
     });
     const cursor =
       request.moveCursor && !signal.aborted
         ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures, claims)
         : prepared.cursor;
-    if (stop.cause !== undefined)
-      logger.error({ err: stop.cause }, 'run stopped: the API rejected the token');
+    if (stop.cause !== undefined) {
+      logger.error({ code: stop.cause.code, reason: oneLine(stop.cause.message) }, 'run stopped');
+    }
     return summarize(request, prepared, outcome, run.counters, cursor, started, stop);
   } finally {
     await claims.close();
+  }
+}
+
+/**
+ * Commits a group under the run lock (waiting while its session is taken again) and the group's claims, both
+ * checked inside the commit's transaction. A commit whose connection, lock or claims were lost is committed
+ * again once the database is back, if this run holds them again: a commit is one transaction, so it either took
+ * effect whole or not at all, and committing the same stage again replaces the same rows.
+ */
+async function commitHeld(
+  run: ActiveRun,
+  lock: RunLock,
+  claims: WindowClaims,
+  group: WindowGroup,
+  today: string,
+): Promise<{ rows: number }> {
+  const { stop, loader, logger, pool, config } = run;
+  const schema = config.db.schema;
+  // Checked inside the commit's transaction: a session lost since the checks above commits nothing.
+  const verify = async (client: pg.PoolClient): Promise<void> => {
+    const pid = lock.pid;
+    if (pid === undefined || !(await sessionHolds(client, pid, [runLockKey(schema)]))) {
+      throw new StoreError('DB_CONNECTION_LOST', 'the run lock was lost before the commit');
+    }
+    if (!(await claims.heldIn(client, group))) {
+      throw new StoreError('DB_CONNECTION_LOST', 'the window claims were lost before the commit');
+    }
+  };
+  for (let attempt = 1; ; attempt++) {
+    await lock.held();
+    try {
+      return await loader.commitWindows(group, stop.child(), { today, verify });
+    } catch (error) {
+      const lost = error instanceof StoreError && error.code === 'DB_CONNECTION_LOST';
+      if (attempt > 1 || stop.signal.aborted || !(lost || isConnectionLoss(error))) throw error;
+      logger.warn(
+        {
+          windows: group.map(windowLabel),
+          reason: oneLine(error instanceof Error ? error.message : String(error)),
+        },
+        'the commit lost its connection: committing again once the database is back',
+      );
+      await waitForDatabase(pool, config.db.reconnectWaitMs ?? 0, stop.signal);
+      if ((await claims.holds(group)) !== 'claimed') throw error;
+    }
   }
 }
 

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs, isRetryable } from '../api/retry-policy.js';
-import { EtlError, oneLine } from '../errors.js';
+import { EtlError, isConnectionLoss, oneLine } from '../errors.js';
 import { type ReportPage, readPages } from '../extract/pager.js';
 import { mapRecords } from '../extract/record-mapping.js';
 import { createReport, waitForReport } from '../extract/report.js';
+import { waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
 import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
 import type { Logger } from '../logger.js';
@@ -75,6 +76,9 @@ export class WindowStager {
           throw error;
         }
         log.warn({ attempt, code: failure.code, error: failure.message }, 'window attempt failed; retrying');
+        // A database that went away (failover, restart) is given its time to come back before the next attempt.
+        if (isConnectionLoss(error))
+          await waitForDatabase(this.#run.pool, config.db.reconnectWaitMs ?? 0, signal);
         await sleep(backoffMs(attempt, WINDOW_RETRY_FIRST_MS, WINDOW_RETRY_MAX_MS), undefined, {
           signal,
         }).catch(() => {});

@@ -4,7 +4,7 @@ import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { type ConcurrentPlan, describeProcess, type ProcessSpec, processArgs } from './concurrent-plan.js';
-import { allowedExits, exitLabel, lastError } from './exits.js';
+import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
 import type { FaultAction, FaultPlan } from './fault-plan.js';
 import { faultyProcesses, type ProcessOutcome } from './faulty-run.js';
 import { describeDuplicate, duplicateLiveWindows } from './live-requests.js';
@@ -67,6 +67,7 @@ function exitProblems(index: number, process: ConcurrentProcess, backendsKilled:
   const who = `process ${index} (${describeProcess(process.spec)})`;
   const problems: string[] = [];
   if (outcome.hung) problems.push(`${who} was still alive after the guard (hang)`);
+  problems.push(...summaryProblem(outcome.result, who));
   // A signal that lands before the CLI has installed its handlers (module loading) ends it by the signal itself.
   if (outcome.signalled !== null && signal === outcome.signalled) return problems;
   if (code === EXIT.lockHeld) {

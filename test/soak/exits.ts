@@ -20,3 +20,11 @@ export function allowedExits(signalled: string | null, backendsKilled: number): 
   if (backendsKilled > 0) allowed.add(1);
   return allowed;
 }
+
+/** Every run prints its summary line, whatever ends it; only a signal that kills the process may keep it from it. */
+export function summaryProblem(result: CliResult, who: string): string[] {
+  if (result.summary !== undefined || result.signal !== null) return [];
+  return [
+    `${who} exited ${exitLabel(result.code, result.signal)} without its summary line: ${lastError(result)}`,
+  ];
+}

@@ -18,6 +18,10 @@ export const FAULT_KINDS = [
   'late-data-outage',
   // The filters change, and the run starts over with --reset.
   'filter-reset',
+  // The server closes sessions idle for a moment (idle_session_timeout on the database).
+  'idle-cut',
+  // Every session of the connector terminated, and the database closed to new ones for a moment.
+  'failover',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -45,7 +49,9 @@ export function evidenceOf(kind: string): readonly string[] {
 }
 
 /** Kinds that end the process or its database sessions: never in a --reset run, whose reset must complete. */
-const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'sigkill', 'sigterm'];
+const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'failover', 'sigkill', 'sigterm'];
+/** Kinds the harness deals itself, not the simulator: a fault waiting for what the simulator served skips them. */
+const DEALT_BY_HARNESS: ReadonlySet<FaultKind> = new Set([...HARD_KINDS, 'idle-cut', 'filter-reset']);
 
 /**
  * When a timed fault fires: once the simulator has served the n-th thing of a kind since the run started (a
@@ -63,6 +69,8 @@ export type FaultAction =
   | { readonly type: 'advance-time'; readonly ms: number }
   | { readonly type: 'creation-outage'; readonly calls: number }
   | { readonly type: 'kill-db-connections' }
+  | { readonly type: 'idle-cut'; readonly idleMs: number }
+  | { readonly type: 'failover'; readonly downMs: number }
   | { readonly type: 'signal'; readonly signal: 'SIGKILL' | 'SIGTERM' };
 
 export interface TimedFault {
@@ -215,6 +223,18 @@ export function drawFaultPlan(
       case 'db-connection-killed':
         timed.push({ trigger: randomTrigger(random), action: { type: 'kill-db-connections' } });
         break;
+      case 'idle-cut':
+        timed.push({
+          trigger: { afterServed: 'creation', nth: 0 },
+          action: { type: 'idle-cut', idleMs: 200 + random.int(800) },
+        });
+        break;
+      case 'failover':
+        timed.push({
+          trigger: randomTrigger(random),
+          action: { type: 'failover', downMs: 200 + random.int(2000) },
+        });
+        break;
       case 'sigkill':
         timed.push({ trigger: randomTrigger(random), action: { type: 'signal', signal: 'SIGKILL' } });
         break;
@@ -226,7 +246,10 @@ export function drawFaultPlan(
   // A fault that ends the run strikes once the run's other faults have (otherwise an early kill leaves them
   // nothing to strike), and once a report was asked for: by then the run holds its database sessions, which a
   // 429 on its first request, before it connects, would find none of.
-  const others = [...[...kinds].filter((kind) => kind !== keep).flatMap(evidenceOf), 'creation'];
+  const others = [
+    ...[...kinds].filter((kind) => kind !== keep && !DEALT_BY_HARNESS.has(kind)).flatMap(evidenceOf),
+    'creation',
+  ];
   const ordered =
     keep === undefined || others.length === 1
       ? timed
@@ -235,5 +258,5 @@ export function drawFaultPlan(
 }
 
 function isHard(action: FaultAction): boolean {
-  return action.type === 'signal' || action.type === 'kill-db-connections';
+  return action.type === 'signal' || action.type === 'kill-db-connections' || action.type === 'failover';
 }

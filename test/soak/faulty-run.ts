@@ -1,4 +1,5 @@
-import type pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { type CliResult, type CliRun, startCli } from '../helpers/cli.js';
 import type { FaultAction, FaultPlan, TimedFault } from './fault-plan.js';
@@ -57,6 +58,62 @@ export interface ProcessCommand {
 const KILL_BACKENDS = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
   WHERE application_name LIKE 'post-reports-etl run %' AND datname = current_database() AND pid <> pg_backend_pid()`;
 
+/** The database of `admin`, and a connection string to its server's maintenance database. */
+function databaseOf(admin: pg.Pool): { name: string; serverUrl: string } {
+  const url = new URL(admin.options.connectionString ?? '');
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  return { name, serverUrl: url.toString() };
+}
+
+/**
+ * Idle sessions of the database are cut after `idleMs` from now on (until `end`), as a managed service or a
+ * proxy cuts them. A probe session of the harness, left idle, tells whether the server did cut one.
+ */
+async function startIdleCut(
+  admin: pg.Pool,
+  idleMs: number,
+): Promise<{ cut: () => boolean; end: () => Promise<void> }> {
+  const { name } = databaseOf(admin);
+  await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} SET idle_session_timeout = ${idleMs}`);
+  let cut = false;
+  const probe = new pg.Client({ connectionString: admin.options.connectionString });
+  probe.on('error', (error: Error & { code?: string }) => {
+    if (error.code === '57P05') cut = true;
+  });
+  await probe.connect().catch(() => {});
+  return {
+    cut: () => cut,
+    async end() {
+      await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} RESET idle_session_timeout`);
+      await probe.end().catch(() => {});
+    },
+  };
+}
+
+/**
+ * What a failover does to the connector: every session it holds is terminated, and the database takes no new
+ * session for `downMs`. Returns the backends terminated.
+ */
+async function failover(admin: pg.Pool, downMs: number): Promise<number> {
+  const { name, serverUrl } = databaseOf(admin);
+  const server = new pg.Client({ connectionString: serverUrl });
+  server.on('error', () => {});
+  await server.connect();
+  try {
+    await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS false`);
+    try {
+      const { rows } = await admin.query<{ killed: number }>(KILL_BACKENDS);
+      await sleep(downMs);
+      return rows[0]?.killed ?? 0;
+    } finally {
+      await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS true`);
+    }
+  } finally {
+    await server.end().catch(() => {});
+  }
+}
+
 /** The windows of every "windows committed" line in the run's JSON logs. */
 export function committedWindows(stderr: string): Set<string> {
   const out = new Set<string>();
@@ -111,6 +168,8 @@ export async function faultyProcesses(
   const hung = runs.map(() => false);
   let signalSent = false;
   let backendsKilled = 0;
+  const dealt: Record<string, number> = {};
+  const idleCuts: Promise<{ cut: () => boolean; end: () => Promise<void> }>[] = [];
   const fired: FaultAction['type'][] = [];
   const pending: Promise<void>[] = [];
 
@@ -132,6 +191,17 @@ export async function faultyProcesses(
         pending.push(
           admin.query<{ killed: number }>(KILL_BACKENDS).then(({ rows }) => {
             backendsKilled += rows[0]?.killed ?? 0;
+          }),
+        );
+        break;
+      case 'idle-cut':
+        idleCuts.push(startIdleCut(admin, action.idleMs));
+        break;
+      case 'failover':
+        pending.push(
+          failover(admin, action.downMs).then((killed) => {
+            backendsKilled += killed;
+            if (killed > 0) dealt.failover = (dealt.failover ?? 0) + 1;
           }),
         );
         break;
@@ -188,6 +258,11 @@ export async function faultyProcesses(
   stopListening();
   sim.endCreationOutage();
   await Promise.allSettled(pending);
+  for (const settled of await Promise.allSettled(idleCuts)) {
+    if (settled.status !== 'fulfilled') continue;
+    if (settled.value.cut()) dealt['idle-cut'] = (dealt['idle-cut'] ?? 0) + 1;
+    await settled.value.end();
+  }
   const processes = results.map((result, index) => ({
     result,
     signalled: signalled[index] ?? null,
@@ -198,18 +273,22 @@ export async function faultyProcesses(
     processes,
     fired,
     backendsKilled,
-    served: servedSince(before, sim.stats().faults, signalled, backendsKilled),
+    served: servedSince(before, sim.stats().faults, signalled, backendsKilled, dealt),
   };
 }
 
-/** The simulator's fault counts of one run (after minus before), with what the harness did to its processes. */
+/**
+ * The simulator's fault counts of one run (after minus before), with what the harness did to its processes and
+ * dealt its database (`idle-cut`, `failover`).
+ */
 function servedSince(
   before: Readonly<Record<string, number>>,
   after: Readonly<Record<string, number>>,
   signalled: readonly (Signal | null)[],
   backendsKilled: number,
+  dealt: Readonly<Record<string, number>>,
 ): Record<string, number> {
-  const counts: Record<string, number> = {};
+  const counts: Record<string, number> = { ...dealt };
   for (const [kind, n] of Object.entries(after)) {
     const delta = n - (before[kind] ?? 0);
     if (delta > 0) counts[kind] = delta;

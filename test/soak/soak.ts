@@ -26,7 +26,7 @@ import { cliEnv } from '../helpers/e2e-env.js';
 import { type ConcurrentPlan, drawConcurrentPlan } from './concurrent-plan.js';
 import { concurrentRun, describeProcesses } from './concurrent-run.js';
 import { dataAgeEpisode } from './data-age-episode.js';
-import { allowedExits, exitLabel, lastError } from './exits.js';
+import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
 import { drawFaultPlan, FAULT_KINDS, type FaultPlan, NO_FAULTS } from './fault-plan.js';
 import { FaultTally } from './fault-tally.js';
 import { faultyRun } from './faulty-run.js';
@@ -184,7 +184,7 @@ async function soloFaultyRun(ep: Episode, planned: PlannedRun): Promise<RunEnd> 
   const { code, signal } = outcome.result;
   add(tally.exits, exitLabel(code, signal));
   const served = { ...outcome.served };
-  const problems: string[] = [];
+  const problems: string[] = [...summaryProblem(outcome.result, 'the run')];
   let filterArgs = planned.filterArgs;
   // In concurrent mode a --reset run may find the schema held (exit 4): allowed, and counted.
   const resetRefused = planned.brands !== null && options.concurrent && code === EXIT.lockHeld;
@@ -539,7 +539,13 @@ async function runPhase(options: PhaseOptions, databaseUrl: string, tally: Tally
   await server.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
   const url = new URL(databaseUrl);
   url.pathname = `/${name}`;
-  const admin = new pg.Pool({ connectionString: url.toString(), max: 2, application_name: 'etl-soak' });
+  // The harness's own sessions are never cut idle: an idle cut is a fault it deals the connector.
+  const admin = new pg.Pool({
+    connectionString: url.toString(),
+    max: 2,
+    application_name: 'etl-soak',
+    options: '-c idle_session_timeout=0',
+  });
   admin.on('error', () => {});
   try {
     const random = new Random(mixSeed(options.seed, 0x50a4));

@@ -130,6 +130,47 @@ describe('migrate', () => {
     expect(leftovers.rows[0]).toEqual({ stage: null, progress: 0 });
   });
 
+  it('moves a history of several years into the one partition of period none', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await cp('migrations/001_initial.sql', join(dir, '001_initial.sql'));
+    const target = {
+      schema: 'none_years',
+      postIdField: 'platform_post_id',
+      partitionPeriod: 'none' as const,
+    };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    await db.pool.query(`
+      INSERT INTO none_years.posts (platform_post_id, _window_start, _window_end, _report_id, brand) VALUES
+        (1, '2024-12-23', '2024-12-29', 'r1', 'Acme'),
+        (2, '2025-12-29', '2026-01-04', 'r2', 'Zed'),
+        (3, '2026-01-05', '2026-01-11', 'r3', NULL);
+      INSERT INTO none_years.post_custom_segments VALUES
+        (1, '2024-12-23', 'Region', 'North'), (3, '2026-01-05', 'Region', 'South');
+    `);
+    const read = () =>
+      db.pool.query(
+        'SELECT p.*, s.name, s.value FROM none_years.posts p LEFT JOIN none_years.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
+      );
+    const before = await read();
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(ALL.slice(1));
+    expect((await read()).rows).toEqual(before.rows.map((row) => ({ ...row, _org: 'default' })));
+    const parts = await db.pool.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent IN ('none_years.posts'::regclass, 'none_years.post_custom_segments'::regclass) ORDER BY 1`,
+    );
+    expect(parts.rows.map((r) => r.name)).toEqual(['post_custom_segments_all', 'posts_all']);
+  });
+
+  it('accepts a schema that applied the text of 005 before its fix for period none', async () => {
+    const target = { schema: 'applied_005', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger);
+    await db.pool.query(
+      `UPDATE applied_005.schema_migrations SET checksum = $1 WHERE name = '005_period_partitions.sql'`,
+      ['0a93cb7d58f0bca04004202e6acd5c39df7e05153875809db3e2772b1e3a814a'],
+    );
+    expect((await migrate(db.pool, target, logger)).applied).toEqual([]);
+  });
+
   it('splits the loaded report from the attempt in progress in a 002 schema, and dates what was loaded', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
     await cp('migrations/001_initial.sql', join(dir, '001_initial.sql'));
