@@ -82,6 +82,8 @@ export async function demoCommand(io: Io, options: DemoOptions): Promise<number>
 // Sample queries over the loaded rows, and one to try by hand while it can be.
 async function showRows(io: Io, database: DemoDatabase, schema: string, keep: boolean): Promise<void> {
   const client = new pg.Client({ connectionString: database.url });
+  // A connection lost while idle must not crash the process: the query awaiting it fails and says why.
+  client.on('error', () => {});
   await client.connect();
   try {
     for (const query of [

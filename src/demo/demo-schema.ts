@@ -14,6 +14,8 @@ export type DemoSchema = 'new' | 'demo';
  */
 export async function claimDemoSchema(url: string, schema: string): Promise<DemoSchema> {
   const client = new pg.Client({ connectionString: url });
+  // A connection lost while idle must not crash the process: the query awaiting it fails and says why.
+  client.on('error', () => {});
   await client.connect();
   try {
     await client.query('BEGIN');
