@@ -4,7 +4,7 @@
 -- loaded complete only from a report made after it ended, and rows are never replaced by an older report's.
 --
 -- window_reports: every report id a window received, first receipt first, and what became of it, so that a
--- report handed back again is recognised (a failed, gone or malformed one is not read again).
+-- report handed back again is recognised (a failed or gone one is not polled again).
 
 ALTER TABLE {{schema}}.report_windows
   ADD COLUMN report_made_at timestamptz,
@@ -16,6 +16,6 @@ CREATE TABLE {{schema}}.window_reports (
   report_id text NOT NULL,
   received_at timestamptz NOT NULL,
   made_at timestamptz NOT NULL,
-  outcome text NOT NULL DEFAULT 'received' CHECK (outcome IN ('received', 'loaded', 'failed', 'gone', 'malformed')),
+  outcome text NOT NULL DEFAULT 'received' CHECK (outcome IN ('received', 'loaded', 'failed', 'gone')),
   PRIMARY KEY (window_start, window_end, report_id)
 );

@@ -10,7 +10,7 @@
  * fail or vanish is not polled again, since the API hands it back until its reuse period ends.
  */
 import type pg from 'pg';
-import { ApiError, DataError, type ErrorCode } from '../errors.js';
+import { ApiError, DataError } from '../errors.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -18,7 +18,6 @@ import {
   endAttempt,
   type KnownReport,
   newerLoads,
-  type ReportOutcome,
   readWindow,
   receiveReport,
   recordReport,
@@ -93,9 +92,13 @@ export class WindowAttempt {
     const report = await receiveReport(pool, schema, this.window, reportId, clock.now(), reportReuseMs);
     const until = new Date(report.receivedAt.getTime() + reportReuseMs);
     const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-    const again = `the API returns the same ${DEAD_REPORT[report.outcome] ?? ''} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`;
-    const code = DEAD_REPORT_CODE[report.outcome];
-    if (code !== undefined) throw new ApiError(code, again, { final: true });
+    if (report.outcome === 'failed' || report.outcome === 'gone') {
+      throw new ApiError(
+        report.outcome === 'failed' ? 'REPORT_FAILED' : 'REPORT_GONE',
+        `the API returns the same ${report.outcome === 'failed' ? 'failed' : 'vanished'} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`,
+        { final: true },
+      );
+    }
     const newer = await newerLoads(pool, schema, this.window, report.madeAt);
     if (newer.length > 0) {
       throw new ApiError(
@@ -110,10 +113,10 @@ export class WindowAttempt {
   }
 
   /**
-   * What an error of the attempt means for its report: one that failed, is gone or serves malformed pages (a
-   * next_page token that comes back) is never read again (the next attempt asks for a new one, and should the API
-   * hand this one back, it is recognised). A page token that expired (410) leaves the report as it is: handed
-   * back, it is read again.
+   * What an error of the attempt means for its report: one that failed or is gone is never polled again (the next
+   * attempt asks for a new one, and should the API hand this one back, it is recognised). One that served a
+   * malformed page, or whose page token expired (410), is not resumed: the next attempt asks again, and handed
+   * back, it is read afresh from its first page.
    */
   async reportEnded(error: unknown): Promise<void> {
     const outcome = reportOutcome(error);
@@ -127,24 +130,13 @@ export class WindowAttempt {
   }
 }
 
-/** How a report that cannot serve is named when the API hands it back. */
-const DEAD_REPORT: Partial<Record<ReportOutcome, string>> = {
-  failed: 'failed',
-  gone: 'vanished',
-  malformed: 'malformed',
-};
-const DEAD_REPORT_CODE: Partial<Record<ReportOutcome, ErrorCode>> = {
-  failed: 'REPORT_FAILED',
-  gone: 'REPORT_GONE',
-  malformed: 'PAGE_MALFORMED',
-};
-
 /**
  * What an attempt's error makes of its report: failed or gone (recorded, so that a report handed back is
- * recognised), dropped (a 410 on a report asked again: the next attempt asks anew), or null (kept).
+ * recognised), dropped (a malformed page, a 410: the next attempt asks anew), or null (kept).
  */
-function reportOutcome(error: unknown): 'failed' | 'gone' | 'malformed' | 'dropped' | null {
-  if (error instanceof DataError && error.code === 'PAGE_MALFORMED') return 'malformed';
+function reportOutcome(error: unknown): 'failed' | 'gone' | 'dropped' | null {
+  // A malformed page may be a corruption on the way (a proxy's error page, a cut body): read afresh, it may serve.
+  if (error instanceof DataError && error.code === 'PAGE_MALFORMED') return 'dropped';
   if (!(error instanceof ApiError)) return null;
   if (error.code === 'REPORT_FAILED') return 'failed';
   if (error.code !== 'REPORT_GONE') return null;

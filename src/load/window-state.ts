@@ -320,7 +320,7 @@ export async function recordReport(
 }
 
 /** What became of a report a window received. */
-export type ReportOutcome = 'received' | 'loaded' | 'failed' | 'gone' | 'malformed';
+export type ReportOutcome = 'received' | 'loaded' | 'failed' | 'gone';
 
 /** A report as a window knows it. */
 export interface KnownReport {
@@ -383,7 +383,7 @@ export async function recordReportOutcome(
   schema: string,
   window: Window,
   reportId: string,
-  outcome: 'failed' | 'gone' | 'malformed',
+  outcome: 'failed' | 'gone',
 ): Promise<void> {
   await db.query(
     `UPDATE ${qualified(schema, 'window_reports')} SET outcome = $4
