@@ -75,12 +75,14 @@ describe('page faults strike once, where they are placed', () => {
     expect(first.status).toBe(404);
     expect(JSON.parse(first.text)).toMatchObject({ error: { code: 'report_not_found' } });
     expect(simulator.stats().faults['report-gone']).toBe(before + 1);
-    // Struck once: the report made for the same call serves whole.
+    // Struck once: the report made for the same call after the reuse period serves whole.
+    simulator.advanceTime(4 * 3_600_000);
     const again = await createReport(simulator, week);
     expect((await readAllPages(simulator, again.id)).length).toBe(10);
   });
 
   it('the token of page three expires once; the same token then serves', async () => {
+    simulator.advanceTime(4 * 3_600_000);
     simulator.setFaults({ pageTokenExpiresAtPage: 3 });
     const before = simulator.stats().faults['page-token-expired'] ?? 0;
     const { id } = await createReport(simulator, week);
