@@ -8,6 +8,8 @@
  */
 
 const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+const PLAIN = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
+const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
 
 // numeric's limits: digits before the decimal point, digits after it. Beyond them numeric refuses the value
 // ("value overflows numeric format"), and so does a numeric column: the literal is kept as it came.
@@ -20,6 +22,8 @@ const MAX_EXPONENT = 1073741823;
  * the value (or it is no number literal).
  */
 export function numericText(literal: string): string {
+  // The common case, a literal without exponent or leading zero that is no negative zero, prints as it is.
+  if (PLAIN.test(literal) && !NEGATIVE_ZERO.test(literal)) return literal;
   const match = NUMBER.exec(literal);
   if (match === null) return literal;
   const [, sign, whole = '', fraction = '', exponentText = '0'] = match;
