@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { DataError } from '../../../src/errors.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
 import { ExactNumber } from '../../../src/model/post-record.js';
@@ -63,5 +64,18 @@ describe('widening a number column to text', () => {
       { id: 4, views: 'n/a', ratio: 'unknown' },
       { id: 5, views: null, ratio: '0.250' },
     ]);
+  });
+
+  it('keeps a documented field in its documented type: a string there fails the window', async () => {
+    const w = { start: '2026-08-03', end: '2026-08-09' };
+    await stageAll(loader, w, 'documented', [[post(10, { platform_asset_id: 77 })]]);
+    const error = await stageAll(loader, { start: '2026-08-10', end: '2026-08-16' }, 'documented-2', [
+      [post(11, { platform_asset_id: 'n/a' })],
+    ]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DataError);
+    expect((error as DataError).code).toBe('FIELD_TYPE_MISMATCH');
+    expect((error as DataError).message).toMatch(
+      /field "platform_asset_id" holds a string value .* column is bigint/,
+    );
   });
 });
