@@ -208,8 +208,9 @@ async function insertWindow(
  * The stage's columns, each with the type it has in the table (the stage's `_seq` aside). A column the table
  * lacks means posts lost it after the page was staged: the window cannot go in. So does a column retyped since
  * its values were staged, unless the cast gives what staging them again would: bigint into numeric (widened by
- * another window), text into a type the loader does not know (staged as text anyway). Any other cast could
- * change a value (1e5 into text, a string into jsonb), so the window fails and its next load stages it afresh.
+ * another window), bigint or numeric into text (numbers go into text in numeric::text's form: number-text.ts),
+ * text into a type the loader does not know (staged as text anyway). Any other cast could change a value (a
+ * string into jsonb), so the window fails and its next load stages it afresh.
  */
 async function insertColumns(
   client: pg.PoolClient,
@@ -244,6 +245,7 @@ function castKeepsValues(staged: string, type: string): boolean {
   return (
     staged === type ||
     (staged === 'bigint' && type === 'numeric') ||
+    ((staged === 'bigint' || staged === 'numeric') && type === 'text') ||
     (staged === 'text' && columnTypeOf(type) === 'other')
   );
 }

@@ -9,6 +9,7 @@
 import { DataError } from '../errors.js';
 import { ExactNumber, type FieldValue, JsonDocument, type MappedPost } from '../model/post-record.js';
 import type { ColumnType } from './field-types.js';
+import { numericText } from './number-text.js';
 
 /** Counters of one encoding pass. */
 export interface EncodeStats {
@@ -73,7 +74,8 @@ function wellFormed(text: string, stats: EncodeStats): string {
 
 /**
  * One value as a COPY text field for a column of `type`. The caller has checked that the column takes the
- * value (field-types.ts `fitOf`); numbers are written as their exact digits, never through a JS double.
+ * value (field-types.ts `fitOf`); numbers are written as their exact digits, never through a JS double, and in a
+ * text column in numeric::text's form.
  */
 export function encodeValue(value: FieldValue, type: ColumnType, stats: EncodeStats): string {
   if (value === null) return COPY_NULL;
@@ -90,7 +92,9 @@ export function encodeValue(value: FieldValue, type: ColumnType, stats: EncodeSt
       }
       return escapeCopyText(value, stats);
     default:
-      if (value instanceof ExactNumber) return value.text;
+      // In a text column a number is written as numeric::text would print it, the form it has after a numeric
+      // column is widened to text (number-text.ts): the order in which strings and numbers came does not show.
+      if (value instanceof ExactNumber) return type === 'text' ? numericText(value.text) : value.text;
       if (value instanceof JsonDocument) return escapeCopyText(storableJson(value.json, stats), stats);
       return COPY_NULL;
   }

@@ -59,7 +59,8 @@ export function columnTypeFor(kind: ValueKind): Exclude<ColumnType, 'other'> {
 
 /**
  * Whether a column of `type` can hold a value of `kind` without losing anything. Lossless widenings are
- * accepted: a number in a text column is stored as its digits, any value in a jsonb column as JSON.
+ * accepted: a number in a text column is stored as numeric::text prints it (number-text.ts), any value in a
+ * jsonb column as JSON.
  * Everything else (text or a boolean where numbers were seen, an object in a boolean column, …) is a mismatch.
  */
 export function fitOf(type: ColumnType, kind: ValueKind): Fit {

@@ -1,7 +1,8 @@
 /*
  * Schema evolution of the posts table: a field seen for the first time gets a nullable column of its declared
  * type when the documentation names it (declared-types.ts), else typed from its values (field-types.ts); a bigint
- * column widens to numeric when a value needs it, partition by partition (column-retype.ts). The DDL runs in its own
+ * column widens to numeric when a value needs it, and an undocumented field's bigint or numeric column to text when
+ * a string comes, partition by partition (column-retype.ts). The DDL runs in its own
  * short transaction under a transaction-level advisory lock keyed by the schema, and re-reads the catalog
  * under that lock, so windows staging concurrently (in this process or another) add each column once.
  *
@@ -121,6 +122,16 @@ export function planPage(
     const info = registry.byField.get(field);
     const existing = info?.exists === true;
     let type: ColumnType = existing ? info.type : (declared.get(field) ?? joinedType(mask));
+    // Strings with numbers make a text column whichever came first: a bigint or numeric column an earlier page
+    // made is widened to text, its numbers printed as numeric::text prints them, the form numbers staged into a
+    // text column take too (number-text.ts). A documented field keeps its documented type.
+    if (
+      (type === 'bigint' || type === 'numeric') &&
+      (mask & KIND_BITS.string) !== 0 &&
+      !declared.has(field)
+    ) {
+      type = 'text';
+    }
     let widen = false;
     for (const kind of KINDS) {
       if ((mask & KIND_BITS[kind]) === 0) continue;
@@ -133,9 +144,19 @@ export function planPage(
     types.set(field, type);
     if (type === 'other') continue;
     if (!existing) changes.push({ field, action: 'add', type });
-    else if (type === 'numeric' && info.type === 'bigint') changes.push({ field, action: 'widen', type });
+    else if (widens(info.type, type)) changes.push({ field, action: 'widen', type });
   }
   return { fields: types, changes };
+}
+
+// The widenings the loader makes: bigint → numeric → text, each keeping every value (as digits in text).
+const WIDTH: Readonly<Partial<Record<ColumnType, number>>> = { bigint: 1, numeric: 2, text: 3 };
+
+/** True when a column of type `from` is widened to `to`. */
+function widens(from: ColumnType, to: ColumnType): boolean {
+  const a = WIDTH[from];
+  const b = WIDTH[to];
+  return a !== undefined && b !== undefined && a < b;
 }
 
 const KINDS: readonly ValueKind[] = ['int64', 'bignum', 'decimal', 'string', 'boolean', 'json'];
@@ -211,8 +232,15 @@ export async function evolvePosts(
   );
   for (let attempt = 1; ; attempt++) {
     const added: { field: string; column: string; type: ColumnType }[] = [];
-    const widened: { field: string; column: string; partitions: number; copyMs: number; swapMs: number }[] =
-      [];
+    const widened: {
+      field: string;
+      column: string;
+      from: ColumnType;
+      to: ColumnType;
+      partitions: number;
+      copyMs: number;
+      swapMs: number;
+    }[] = [];
     let fresh: Registry;
     try {
       fresh = await withTransaction(pool, signal, async (client) => {
@@ -228,19 +256,25 @@ export async function evolvePosts(
             await client.query(queries.addColumn(target.schema, 'posts', column, change.type));
             if (!info) await client.query(queries.registerField(target.schema), [change.field, column]);
             added.push({ field: change.field, column, type: change.type });
-          } else if (change.action === 'widen' && info?.type === 'bigint') {
+          } else if (change.action === 'widen' && info?.exists && widens(info.type, change.type)) {
             const result = await retypeColumn(
               client,
               {
                 schema: target.schema,
                 table: 'posts',
                 column: info.column,
-                type: 'numeric',
+                type: change.type,
                 ...partitionKeys(target.postIdField),
               },
               signal === undefined ? {} : { signal },
             );
-            widened.push({ field: change.field, column: info.column, ...result });
+            widened.push({
+              field: change.field,
+              column: info.column,
+              from: info.type,
+              to: change.type,
+              ...result,
+            });
           }
         }
         return added.length + widened.length > 0 ? await readRegistry(client, target) : registry;
@@ -252,7 +286,7 @@ export async function evolvePosts(
     }
     if (added.length > 0)
       logger.info({ count: added.length, columns: added }, 'new fields: columns added to posts');
-    for (const w of widened) logger.info(w, 'column widened from bigint to numeric');
+    for (const { from, to, ...w } of widened) logger.info(w, `column widened from ${from} to ${to}`);
     for (const a of added) {
       // A renamed field named before this field first came (by an older version, or in a page without this field
       // when the name is not documented) keeps the name: the mapping of a schema does not change under it.

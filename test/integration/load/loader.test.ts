@@ -388,12 +388,12 @@ describe('values', () => {
     const error = await stagePage(loader, w, {
       index: 1,
       nextPage: null,
-      posts: [post(2, { spend_usd: 'n/a' })],
+      posts: [post(2, { spend_usd: true })],
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DataError);
     expect((error as DataError).code).toBe('FIELD_TYPE_MISMATCH');
     expect((error as DataError).message).toMatch(
-      /field "spend_usd" holds a string value .* window 2026-06-01\.\.2026-06-07 page 2/,
+      /field "spend_usd" holds a boolean value .* window 2026-06-01\.\.2026-06-07 page 2/,
     );
     await expect(
       stagePage(loader, w, {

@@ -49,6 +49,11 @@ describe('COPY encoding', () => {
     expect(encodeValue(new ExactNumber('0.10000000000000000000001'), 'numeric', stats)).toBe(
       '0.10000000000000000000001',
     );
+    // In a text column a number is written as numeric::text prints it, every digit kept.
+    expect(encodeValue(new ExactNumber('1e3'), 'text', stats)).toBe('1000');
+    expect(encodeValue(new ExactNumber('1.50'), 'text', stats)).toBe('1.50');
+    expect(encodeValue(new ExactNumber('1e3'), 'numeric', stats)).toBe('1e3');
+    expect(encodeValue(-0, 'text', stats)).toBe('0');
     expect(encodeValue(true, 'boolean', stats)).toBe('t');
     expect(encodeValue(true, 'jsonb', stats)).toBe('true');
     expect(encodeValue('a"b', 'jsonb', stats)).toBe('"a\\\\"b"');
