@@ -6,7 +6,8 @@
  *
  * The data-age rule: a report is taken as made when the window first received its id, less the API's reuse
  * period (another identical request may have created it that much earlier). Nothing older replaces anything
- * newer: a report older than rows loaded since for its dates is neither resumed nor used, and one the window saw
+ * newer: a report older than rows loaded since for its dates is neither resumed nor used, one first received
+ * longer ago than the reuse period is not resumed (an identical request would get a newer one), and one the window saw
  * fail or vanish is not polled again, since the API hands it back until its reuse period ends.
  */
 import type pg from 'pg';
@@ -33,19 +34,22 @@ export interface AttemptContext {
   readonly reportReuseMs: number;
 }
 
+/** The report of an attempt in progress, as the window recorded it. */
+interface InProgress {
+  readonly reportId: string;
+  readonly madeAt: Date | null;
+  readonly receivedAt: Date | null;
+}
+
 export class WindowAttempt {
   readonly #context: AttemptContext;
   readonly window: Window;
   /** The report of the attempt in progress this one continues, if any. */
-  #inProgress: { readonly reportId: string; readonly madeAt: Date | null } | null;
+  #inProgress: InProgress | null;
   /** The report being polled or read. */
   #report: string | null = null;
 
-  private constructor(
-    context: AttemptContext,
-    window: Window,
-    inProgress: { reportId: string; madeAt: Date | null } | null,
-  ) {
+  private constructor(context: AttemptContext, window: Window, inProgress: InProgress | null) {
     this.#context = context;
     this.window = window;
     this.#inProgress = inProgress;
@@ -59,27 +63,45 @@ export class WindowAttempt {
     return new WindowAttempt(
       context,
       window,
-      reportId === null ? null : { reportId, madeAt: previous?.attemptReportMadeAt ?? null },
+      reportId === null
+        ? null
+        : {
+            reportId,
+            madeAt: previous?.attemptReportMadeAt ?? null,
+            receivedAt: previous?.attemptReportReceivedAt ?? null,
+          },
     );
   }
 
   /**
-   * The report to resume: the attempt in progress's, unless rows loaded since for its dates are newer (then it is
-   * dropped, and `onStale` told which windows hold them). Null: ask the API for a report.
+   * The report to resume: the attempt in progress's, while an identical request would still be answered with it
+   * (within the API's reuse period of its first receipt: later, a new report holds newer figures) and no rows
+   * loaded since for its dates are newer. Otherwise it is dropped, and `onDropped` told why. Null: ask the API
+   * for a report.
    */
-  async resumable(onStale: (newer: readonly Window[], reportId: string) => void): Promise<string | null> {
+  async resumable(onDropped: (reportId: string, why: string) => void): Promise<string | null> {
     const inProgress = this.#inProgress;
     if (inProgress === null) return null;
-    const { pool, schema } = this.#context;
-    const newer = await newerLoads(pool, schema, this.window, inProgress.madeAt);
-    if (newer.length > 0) {
-      onStale(newer, inProgress.reportId);
+    const { pool, schema, clock, reportReuseMs } = this.#context;
+    const why = await this.#tooOld(inProgress, clock.now(), reportReuseMs);
+    if (why !== null) {
+      onDropped(inProgress.reportId, why);
       await recordReport(pool, schema, this.window, null);
       this.#inProgress = null;
       return null;
     }
     this.#report = inProgress.reportId;
     return inProgress.reportId;
+  }
+
+  async #tooOld(inProgress: InProgress, now: Date, reuseMs: number): Promise<string | null> {
+    if (inProgress.receivedAt !== null && now.getTime() - inProgress.receivedAt.getTime() >= reuseMs) {
+      return "the report in progress was first received longer ago than the API's reuse period: a new one holds newer figures";
+    }
+    const { pool, schema } = this.#context;
+    const newer = await newerLoads(pool, schema, this.window, inProgress.madeAt);
+    if (newer.length === 0) return null;
+    return `the report in progress is older than the rows loaded since for ${newer.map(windowLabel).join(', ')}`;
   }
 
   /**

@@ -50,6 +50,8 @@ export interface WindowState extends Window {
   readonly reportMadeAt: Date | null;
   /** The same for the report of the attempt in progress. */
   readonly attemptReportMadeAt: Date | null;
+  /** When the window first received the report of the attempt in progress. */
+  readonly attemptReportReceivedAt: Date | null;
 }
 
 /** sync_state's row as to_jsonb writes it (a date column as YYYY-MM-DD). */
@@ -221,7 +223,7 @@ export async function readCursor(db: Queryable, schema: string): Promise<string 
 const WINDOW_COLUMNS = `to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
   report_id, attempt_report_id, to_char(loaded_through, 'YYYY-MM-DD') AS loaded_through, status, pages_staged,
   row_count::float8 AS row_count, attempts, last_error, finished_at, updated_at, report_made_at,
-  attempt_report_made_at`;
+  attempt_report_made_at, report_created_at AS attempt_report_received_at`;
 
 interface WindowRow {
   start: string;
@@ -238,6 +240,7 @@ interface WindowRow {
   updated_at: Date;
   report_made_at: Date | null;
   attempt_report_made_at: Date | null;
+  attempt_report_received_at: Date | null;
 }
 
 function toWindowState(row: WindowRow): WindowState {
@@ -256,6 +259,7 @@ function toWindowState(row: WindowRow): WindowState {
     updatedAt: row.updated_at,
     reportMadeAt: row.report_made_at,
     attemptReportMadeAt: row.attempt_report_made_at,
+    attemptReportReceivedAt: row.attempt_report_id === null ? null : row.attempt_report_received_at,
   };
 }
 
@@ -456,6 +460,8 @@ export async function recordStageReport(
        SET attempt_report_id = EXCLUDED.attempt_report_id,
            attempt_report_made_at = CASE WHEN report_windows.attempt_report_id = EXCLUDED.attempt_report_id
                                          THEN report_windows.attempt_report_made_at END,
+           report_created_at = CASE WHEN report_windows.attempt_report_id = EXCLUDED.attempt_report_id
+                                    THEN report_windows.report_created_at END,
            updated_at = now()`,
     [window.start, window.end, reportId, filters === null ? null : JSON.stringify(filters)],
   );

@@ -129,13 +129,10 @@ export class WindowStager {
     const watchdog = new Watchdog(config.run.stallTimeoutMs, windowSignal);
     try {
       // Only the attempt in progress (interrupted, killed, or retried within this run) has a report to resume,
-      // and only while no rows loaded for its dates since are newer. A new load or reload always asks the API for
-      // a report: an earlier one may hold figures since restated.
-      const inProgress = await attempt.resumable((newer, reportId) =>
-        log.info(
-          { reportId, newer: newer.map(windowLabel) },
-          'the report in progress is older than rows loaded since for its dates; asking for a new one',
-        ),
+      // and only while the API would hand it back and no rows loaded for its dates since are newer. A new load or
+      // reload always asks the API for a report: an earlier one may hold figures since restated.
+      const inProgress = await attempt.resumable((reportId, why) =>
+        log.info({ reportId }, `${why}; asking for a new one`),
       );
       if (inProgress !== null) return await this.#resume(window, inProgress, watchdog, log);
       watchdog.waitingFor('the report to be created');

@@ -115,6 +115,26 @@ describe('the age of the data (the built CLI)', () => {
     ]);
   });
 
+  it('a report in progress first received longer ago than the reuse period is not resumed: a new one holds newer figures', async () => {
+    const args = ['backfill', '--from', '2026-03-02', '--to', '2026-03-08'];
+    const killed = startCli(args, envAt('expired', '2026-03-20T10:00:00Z', {}, slow));
+    await logged(killed, 'report created');
+    killed.child.kill('SIGKILL');
+    await killed.done;
+
+    // The week's figures are restated; the run comes back after the API's reuse period.
+    reviseDays(slow, '2026-03-02', 7);
+    slow.advanceTime(3 * HOUR + GENERATION_MS);
+    const later = startCli(args, envAt('expired', '2026-03-20T13:20:00Z', {}, slow));
+    await logged(later, 'report created');
+    slow.advanceTime(GENERATION_MS + 60_000);
+    const done = await later.done;
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stderr).toContain("longer ago than the API's reuse period");
+    expect(summaryOf(done)).toMatchObject({ reportsCreated: 1, windows: { loaded: 1 } });
+    expect(await exact('expired', '2026-03-02', '2026-03-08', slow)).toEqual([]);
+  });
+
   it('an older report never replaces rows loaded since from a newer one, whatever the windows', async () => {
     const week = ['backfill', '--from', '2026-02-02', '--to', '2026-02-08'];
     // The week's run is killed while its report generates.
