@@ -92,6 +92,11 @@ export interface SimulatorOptions {
    * `content_types` are not even shown there).
    */
   dimensionsLeftOut?: Readonly<Record<string, 'absent' | 'null'>>;
+  /**
+   * Default: the system clock. The instant (ISO 8601 with its zone) the simulator's clock starts at, running on at
+   * the system clock's pace: a test puts it on the day it sets the connector's clock to (POST_REPORTS_NOW).
+   */
+  now?: string;
 }
 
 export interface RunningSimulator {
@@ -129,6 +134,8 @@ export interface RunningSimulator {
   endCreationOutage(): void;
   /** Moves the simulator's clock (report delay, reuse, expiry) without sleeping. */
   advanceTime(ms: number): void;
+  /** The simulator's clock (ISO 8601): from where the `now` option started it, moved by advanceTime. */
+  now(): string;
   /**
    * From now on, lets `after` answers of `scope` go (creation calls, pages of records, or the answers of request
    * faults), then
@@ -177,6 +184,13 @@ function day(date: string): number {
   return parsed;
 }
 
+/** An ISO 8601 instant with its zone: without one, Date.parse would read it in the local time zone. */
+function instant(text: string): number {
+  const ms = /(Z|[+-]\d{2}:\d{2})$/.test(text) ? Date.parse(text) : Number.NaN;
+  check(!Number.isNaN(ms), `now must be an ISO 8601 instant with its zone, got ${JSON.stringify(text)}`);
+  return ms;
+}
+
 function count(value: number): number {
   check(Number.isSafeInteger(value) && value >= 0, `count must be a non-negative integer, got ${value}`);
   return value;
@@ -202,6 +216,7 @@ function validateOptions(options: SimulatorOptions): void {
   }
   check(options.postIdField === undefined || options.postIdField.length > 0, 'postIdField must not be empty');
   if (options.wholeSpendThrough !== undefined) day(options.wholeSpendThrough);
+  if (options.now !== undefined) instant(options.now);
   const pageSize = options.pageSize ?? MAX_PAGE_SIZE;
   check(
     Number.isSafeInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_PAGE_SIZE,
@@ -264,7 +279,7 @@ class Simulator {
   readonly #dimensionsBody: string;
   readonly closing = new AbortController();
   #faults: Faults;
-  #clockOffsetMs = 0;
+  #clockOffsetMs: number;
   readonly #gates = new Map<GateScope, Gate>();
   /** With numeric report ids: each report's id as served, and back. */
   readonly #numericIds: {
@@ -296,6 +311,7 @@ class Simulator {
     this.#dimensionsBody = dimensionsBody(this.#organization, options.dimensionsLeftOut);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
     this.#numericIds = options.reportIds === 'numeric' ? { served: new Map(), internal: new Map() } : null;
+    this.#clockOffsetMs = options.now === undefined ? 0 : instant(options.now) - Date.now();
   }
 
   /** A report's id as JSON, as every answer carries it. */
@@ -870,6 +886,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     startCreationOutage: (limit) => simulator.startCreationOutage(limit),
     endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),
+    now: () => new Date(simulator.now()).toISOString(),
     holdAnswers: (scope, after) => simulator.holdAnswers(scope, after),
     referencePosts: (params) => simulator.referencePosts(params),
     referenceIds: (params) => simulator.referenceIds(params),

@@ -13,6 +13,7 @@ import {
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { compareWithReference } from '../helpers/reference-check.js';
+import { testNow } from '../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -37,6 +38,7 @@ function config(schema: string) {
     POST_REPORTS_POLL_MAX_MS: '100',
     POST_REPORTS_RETRY_MIN_DELAY_MS: '10',
     POST_REPORTS_LOCK_WAIT_MS: '0',
+    POST_REPORTS_NOW: testNow(),
   });
 }
 
@@ -150,6 +152,7 @@ describe("the programmatic API (import { backfill, sync } from 'post-reports-etl
         POST_REPORTS_SCHEMA: 'prog_sync',
         POST_REPORTS_START_DATE: '2026-03-02',
         POST_REPORTS_POLL_INITIAL_MS: '20',
+        POST_REPORTS_NOW: testNow(),
       }),
       logger,
       today: '2026-03-08',

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../src/model/dates.js';
+import { addDays } from '../../src/model/dates.js';
 import { gridStart } from '../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { compareWithReference } from '../helpers/reference-check.js';
+import { TODAY, testNow } from '../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -13,7 +14,7 @@ const HOURS_4 = 4 * 3_600_000;
 const maxDate = (a: string, b: string) => (a > b ? a : b);
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 11, postsPerDay: 20, generationDelayMs: 100 });
+  sim = await startSimulator({ seed: 11, postsPerDay: 20, generationDelayMs: 100, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -27,33 +28,32 @@ describe('sync (the built CLI)', () => {
   });
 
   it('loads up to today, then picks up new and late posts inside the lookback', async () => {
-    const today = todayUtc();
-    const start = addDays(today, -20);
+    const start = addDays(TODAY, -20);
     const env = cliEnv(sim, db.url, { POST_REPORTS_START_DATE: start });
     const first = await runCli(['sync', '--schema', 'incremental', '--lookback-days', '3'], env);
     expect(first.code).toBe(0);
-    expect(first.summary).toMatchObject({ status: 'succeeded', cursor: today, from: start, to: today });
+    expect(first.summary).toMatchObject({ status: 'succeeded', cursor: TODAY, from: start, to: TODAY });
     expect(
       (
         await compareWithReference(
           db.pool,
           'incremental',
-          sim.referencePosts({ start_date: start, end_date: today }),
+          sim.referencePosts({ start_date: start, end_date: TODAY }),
         )
       ).problems,
     ).toEqual([]);
 
     // Late posts appear two days back (inside the lookback), new ones today; the vendor's 3-hour report reuse passes.
-    sim.addPosts(addDays(today, -2), 7);
-    sim.addPosts(today, 5);
+    sim.addPosts(addDays(TODAY, -2), 7);
+    sim.addPosts(TODAY, 5);
     sim.advanceTime(HOURS_4);
     const second = await runCli(['sync', '--schema', 'incremental', '--lookback-days', '3'], env);
     expect(second.code).toBe(0);
     expect(second.summary).toMatchObject({
-      from: maxDate(gridStart(addDays(today, -3), 7), start),
-      cursor: today,
+      from: maxDate(gridStart(addDays(TODAY, -3), 7), start),
+      cursor: TODAY,
     });
-    const reference = sim.referencePosts({ start_date: start, end_date: today });
+    const reference = sim.referencePosts({ start_date: start, end_date: TODAY });
     const check = await compareWithReference(db.pool, 'incremental', reference);
     expect(check.problems).toEqual([]);
     expect(check.posts).toBe(21 * 20 + 12);

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { withTestClock } from './today.js';
 
 /** The built CLI (npm test builds it first: see the `pretest` script). */
 export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
@@ -30,8 +31,9 @@ export interface CliOptions {
 }
 
 /**
- * Starts the CLI as a child process with exactly `env` (plus PATH), never the test process's own environment,
- * so that nothing leaks in from the developer's shell.
+ * Starts the CLI as a child process with exactly `env` (plus PATH, and the tests' clock unless `env` sets
+ * POST_REPORTS_NOW: see withTestClock), never the test process's own environment, so that nothing leaks in from the
+ * developer's shell.
  */
 export function startCli(
   args: readonly string[],
@@ -39,7 +41,7 @@ export function startCli(
   options: CliOptions = {},
 ): CliRun {
   const child = spawn(process.execPath, [options.cli ?? CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', LOG_FORMAT: 'json', ...env },
+    env: withTestClock({ PATH: process.env.PATH ?? '', LOG_FORMAT: 'json', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
@@ -102,7 +104,7 @@ export interface ProgramOptions {
   readonly onSpawn?: (child: ChildProcess) => void;
 }
 
-/** Runs any program to the end with exactly `env`, as startCli runs the CLI. */
+/** Runs any program to the end with exactly `env` (and the tests' clock, for the CLI it runs), as startCli does. */
 export function runProgram(
   file: string,
   args: readonly string[],
@@ -111,7 +113,7 @@ export function runProgram(
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {
-      env,
+      env: withTestClock(env),
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       ...(options.detached ? { detached: true } : {}),

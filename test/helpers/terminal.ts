@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { CLI } from './cli.js';
+import { withTestClock } from './today.js';
 
 export interface TerminalResult {
   readonly code: number | null;
@@ -18,8 +19,8 @@ function quote(word: string): string {
 }
 
 /**
- * Runs the built CLI on a pseudo-terminal (util-linux `script`), with exactly `env` (plus PATH): stdin, stdout
- * and stderr are all the terminal, as when a person runs it.
+ * Runs the built CLI on a pseudo-terminal (util-linux `script`), with exactly `env` (plus PATH, and the tests'
+ * clock: see withTestClock): stdin, stdout and stderr are all the terminal, as when a person runs it.
  */
 export function runOnTerminal(
   args: readonly string[],
@@ -28,7 +29,7 @@ export function runOnTerminal(
 ): Promise<TerminalResult> {
   const command = [process.execPath, CLI, ...args].map(quote).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
-    env: { PATH: process.env.PATH ?? '', TERM: 'xterm', ...env },
+    env: withTestClock({ PATH: process.env.PATH ?? '', TERM: 'xterm', ...env }),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';

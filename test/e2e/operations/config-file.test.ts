@@ -2,20 +2,21 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { summaryOf } from '../../helpers/summary.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 let folder: string;
-const start = addDays(todayUtc(), -10);
+const start = addDays(TODAY, -10);
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 29, postsPerDay: 6 });
+  sim = await startSimulator({ seed: 29, postsPerDay: 6, now: testNow() });
   folder = await mkdtemp(join(tmpdir(), 'post-reports-config-'));
 });
 afterAll(async () => {

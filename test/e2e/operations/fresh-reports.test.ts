@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { gridStart } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, type SimulatorStats, startSimulator } from '../../../src/simulator/server.js';
 import { runCli, startCli } from '../../helpers/cli.js';
@@ -7,24 +7,24 @@ import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 const HOURS_4 = 4 * 3_600_000;
-const today = todayUtc();
-const start = addDays(today, -20);
+const start = addDays(TODAY, -20);
 /** The first date a 3-day lookback reloads from a cursor at today. */
-const lookbackFrom = gridStart(addDays(today, -3), 7);
+const lookbackFrom = gridStart(addDays(TODAY, -3), 7);
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 31, postsPerDay: 15 });
+  sim = await startSimulator({ seed: 31, postsPerDay: 15, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
 });
 
 async function exact(schema: string): Promise<string[]> {
-  const reference = sim.referencePosts({ start_date: start, end_date: today });
+  const reference = sim.referencePosts({ start_date: start, end_date: TODAY });
   return (await compareWithReference(db.pool, schema, reference)).problems;
 }
 
@@ -70,8 +70,8 @@ describe('a reload always asks for a new report (the built CLI)', () => {
     const rows = await postRows(schema);
 
     // Late data: two days are restated after the first sync, and the API's reuse period is over.
-    sim.reviseFigures(addDays(today, -2));
-    sim.reviseFigures(today);
+    sim.reviseFigures(addDays(TODAY, -2));
+    sim.reviseFigures(TODAY);
     sim.advanceTime(HOURS_4);
     sim.startCreationOutage();
     onTestFinished(() => sim.endCreationOutage());
@@ -91,7 +91,7 @@ describe('a reload always asks for a new report (the built CLI)', () => {
     sim.endCreationOutage();
     const clean = await runCli(['sync'], env);
     expect(clean.code, clean.stderr).toBe(0);
-    expect(clean.summary).toMatchObject({ status: 'succeeded', cursor: today });
+    expect(clean.summary).toMatchObject({ status: 'succeeded', cursor: TODAY });
     expect(await exact(schema)).toEqual([]);
   });
 
@@ -119,7 +119,7 @@ describe('a reload always asks for a new report (the built CLI)', () => {
     expect(failedReports.size).toBe(planned);
 
     // Figures are restated after those reports were made: they are stale now.
-    sim.reviseFigures(addDays(today, -1));
+    sim.reviseFigures(addDays(TODAY, -1));
     sim.advanceTime(HOURS_4);
     const beforeNext = sim.stats();
     const next = await runCli(['sync'], env);

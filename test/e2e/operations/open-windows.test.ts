@@ -1,18 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 const HOURS_4 = 4 * 3_600_000;
-const today = todayUtc();
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 51, postsPerDay: 10 });
+  sim = await startSimulator({ seed: 51, postsPerDay: 10, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -20,8 +20,8 @@ afterAll(async () => {
 
 describe('open windows (the built CLI)', () => {
   it('a window reaching today or later is recorded as open, and the same backfill run later completes it', async () => {
-    const from = addDays(today, -12);
-    const to = addDays(today, 13);
+    const from = addDays(TODAY, -12);
+    const to = addDays(TODAY, 13);
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'open' });
     const args = ['backfill', '--from', from, '--to', to];
     const first = await runCli(args, env);
@@ -30,17 +30,17 @@ describe('open windows (the built CLI)', () => {
       `SELECT window_start::text AS start, window_end::text AS end, loaded_through::text AS through
          FROM open.report_windows ORDER BY window_start`,
     );
-    const open = rows.filter((w) => w.end >= today);
-    const closed = rows.filter((w) => w.end < today);
+    const open = rows.filter((w) => w.end >= TODAY);
+    const closed = rows.filter((w) => w.end < TODAY);
     expect(open.length).toBeGreaterThan(1);
     expect(closed.length).toBeGreaterThan(0);
     // Loaded up to yesterday: today is not over.
-    for (const w of open) expect(w.through).toBe(addDays(today, -1));
+    for (const w of open) expect(w.through).toBe(addDays(TODAY, -1));
     for (const w of closed) expect(w.through).toBe(w.end);
 
     // Posts of today and of the coming days arrive after the first run.
-    sim.addPosts(today, 4);
-    sim.addPosts(addDays(today, 4), 3);
+    sim.addPosts(TODAY, 4);
+    sim.addPosts(addDays(TODAY, 4), 3);
     sim.advanceTime(HOURS_4);
     const again = await runCli(args, env);
     expect(again.code, again.stderr).toBe(0);

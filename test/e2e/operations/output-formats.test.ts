@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { runOnTerminal, terminalLines } from '../../helpers/terminal.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -12,7 +13,7 @@ const FROM = '2026-03-02';
 const TO = '2026-03-15';
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 47, postsPerDay: 4 });
+  sim = await startSimulator({ seed: 47, postsPerDay: 4, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -62,16 +63,15 @@ describe('every command in both forms: for a person on a terminal, JSON with --j
 
   it('status: "1 window", open windows shown as open, each count in the singular or plural it needs', async () => {
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'open_status' });
-    const today = todayUtc();
     expect(
-      (await runCli(['backfill', '--from', addDays(today, -2), '--to', addDays(today, 4)], env)).code,
+      (await runCli(['backfill', '--from', addDays(TODAY, -2), '--to', addDays(TODAY, 4)], env)).code,
     ).toBe(0);
     const status = await runCli(['status'], env);
     expect(status.code, status.stderr).toBe(0);
     const [head, ...windows] = status.stdout.trim().split('\n');
     expect(head).toMatch(/^schema open_status: 1 window loaded \(1 open\), 0 failed, /);
     expect(windows).toHaveLength(1);
-    expect(windows[0]).toContain(`open (through ${addDays(today, -1)})`);
+    expect(windows[0]).toContain(`open (through ${addDays(TODAY, -1)})`);
   });
 
   it('status names a live run by its run id, process id and host, the same for the run and its windows', async () => {

@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 6, postsPerDay: 5 });
+  sim = await startSimulator({ seed: 6, postsPerDay: 5, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -27,14 +28,14 @@ function errors(stderr: string): string[] {
 
 describe('what used to pass quietly is said (the built CLI)', () => {
   it('sync --start-date in the future is refused in one line, and nothing is written', async () => {
-    const future = addDays(todayUtc(), 40);
+    const future = addDays(TODAY, 40);
     const result = await runCli(
       ['sync', '--start-date', future],
       cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'future_start' }),
     );
     expect(result.code, result.stderr).toBe(2);
     expect(errors(result.stderr)).toEqual([
-      `post-reports-etl: error: --start-date ${future} is after today (${todayUtc()}, UTC): a sync loads up to today; pass a date on or before it`,
+      `post-reports-etl: error: --start-date ${future} is after today (${TODAY}, UTC): a sync loads up to today; pass a date on or before it`,
     ]);
     expect(result.summary).toMatchObject({ command: 'sync', status: 'invalid', exitCode: 2 });
     expect(await schemaExists('future_start')).toBe(false);
@@ -42,10 +43,7 @@ describe('what used to pass quietly is said (the built CLI)', () => {
 
   it('status --schema with a schema that does not exist says so, exit 2, and creates nothing', async () => {
     const env = cliEnv(sim, db.url);
-    const loaded = await runCli(
-      ['sync', '--start-date', addDays(todayUtc(), -3), '--schema', 'real_one'],
-      env,
-    );
+    const loaded = await runCli(['sync', '--start-date', addDays(TODAY, -3), '--schema', 'real_one'], env);
     expect(loaded.code, loaded.stderr).toBe(0);
     for (const args of [
       ['status', '--schema', 'nope'],
@@ -65,8 +63,8 @@ describe('what used to pass quietly is said (the built CLI)', () => {
 
   it('--progress-interval 0 is refused', async () => {
     for (const command of [
-      ['sync', '--start-date', todayUtc()],
-      ['backfill', '--from', todayUtc(), '--to', todayUtc()],
+      ['sync', '--start-date', TODAY],
+      ['backfill', '--from', TODAY, '--to', TODAY],
       ['demo'],
     ]) {
       const result = await runCli(

@@ -2,7 +2,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { EXIT } from '../../../src/pipeline/exit-codes.js';
 import { gridStart } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
@@ -10,6 +10,7 @@ import { CLI, runProgram } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { needPython } from '../../helpers/python.js';
+import { TODAY } from '../../helpers/today.js';
 
 const README = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
 const DOCKERFILE = await readFile(new URL('../../../Dockerfile', import.meta.url), 'utf8');
@@ -17,7 +18,7 @@ const ROOT = new URL('../../..', import.meta.url).pathname;
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 let work: string;
-const start = addDays(todayUtc(), -10);
+const start = addDays(TODAY, -10);
 /** The first window's report ends FAILED (whether it begins on the grid or at the start date): exit 3. */
 const failing = [start, gridStart(start, 7)];
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { EXIT } from '../../../src/pipeline/exit-codes.js';
 import type { RunSummary } from '../../../src/pipeline/run-summary.js';
 import { cutWindows } from '../../../src/pipeline/windows.js';
@@ -16,6 +16,7 @@ import { cliEnv } from '../../helpers/e2e-env.js';
 import { needPython } from '../../helpers/python.js';
 import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
+import { TODAY } from '../../helpers/today.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const AIRFLOW = join(ROOT, 'recipes', 'airflow', 'post_reports_dag.py');
@@ -391,21 +392,21 @@ describe('the fan-out recipes: many processes on one schema, each window loaded 
     expect(argv.slice(-1)).toEqual(['sync']);
     const ownEnv = containerEnv(container);
     expect(ownEnv.POST_REPORTS_START_DATE).toMatch(/^\d{4}-\d{2}-\d{2}$/);
-    // The first sync from 20 days ago: the range ends today, whatever day the test runs.
-    const start = addDays(todayUtc(), -20);
+    // The first sync from 20 days before the tests' day: the range ends on it (the CLI's clock: withTestClock).
+    const start = addDays(TODAY, -20);
     const env = { ...orchestratorEnv(sim, 'k8s_sync'), ...ownEnv, POST_REPORTS_START_DATE: start };
 
     const nightly = expectSucceeded(await runProcess(argv[0] ?? '', argv.slice(1), env, ROOT));
-    expect(nightly).toMatchObject({ command: 'sync', from: start, cursor: todayUtc() });
-    await expectExact(sim, 'k8s_sync', start, todayUtc());
+    expect(nightly).toMatchObject({ command: 'sync', from: start, cursor: TODAY });
+    await expectExact(sim, 'k8s_sync', start, TODAY);
 
     // The next night's sync starts while the previous one still runs.
     const overlapping = await Promise.all([
       runProcess(argv[0] ?? '', argv.slice(1), env, ROOT),
       runProcess(argv[0] ?? '', argv.slice(1), env, ROOT),
     ]);
-    for (const result of overlapping) expect(expectSucceeded(result).cursor).toBe(todayUtc());
-    await expectExact(sim, 'k8s_sync', start, todayUtc());
+    for (const result of overlapping) expect(expectSucceeded(result).cursor).toBe(TODAY);
+    await expectExact(sim, 'k8s_sync', start, TODAY);
   });
 });
 

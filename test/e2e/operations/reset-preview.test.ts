@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -7,16 +7,16 @@ import { cliEnv } from '../../helpers/e2e-env.js';
 import { snapshotSchema } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
 import { runOnTerminal, terminalSummary } from '../../helpers/terminal.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
-const today = todayUtc();
-const FROM = addDays(today, -30);
-const TO = addDays(today, -10);
+const FROM = addDays(TODAY, -30);
+const TO = addDays(TODAY, -10);
 const PROMPT = 'Remove them and start over? [y/N]';
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 28, postsPerDay: 10 });
+  sim = await startSimulator({ seed: 28, postsPerDay: 10, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -64,7 +64,7 @@ describe('--reset says what it removes before it does (the built CLI)', () => {
     const loaded = summaryOf(first);
     const run = await runCli(['backfill', '--from', addDays(TO, -3), '--to', TO, '--reset'], env);
     expect(run.code, run.stderr).toBe(0);
-    const line = `post-reports-etl: --reset removes from schema "${schema}" every loaded window, whatever its dates: ${loaded.windows.loaded} windows (${loaded.posts} posts, ${FROM} to ${today}), and the cursor (${today})`;
+    const line = `post-reports-etl: --reset removes from schema "${schema}" every loaded window, whatever its dates: ${loaded.windows.loaded} windows (${loaded.posts} posts, ${FROM} to ${TODAY}), and the cursor (${TODAY})`;
     expect(run.stderr).toContain(line);
     expect(run.stderr.indexOf(line)).toBeLessThan(run.stderr.indexOf('starting over'));
     expect(run.stderr).not.toContain(PROMPT);

@@ -1,21 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
 const HOURS_4 = 4 * 3_600_000;
 const BRAND = 'Café Ñandú';
-const today = todayUtc();
-const start = addDays(today, -40);
+const start = addDays(TODAY, -40);
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 21, postsPerDay: 12 });
+  sim = await startSimulator({ seed: 21, postsPerDay: 12, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -31,7 +31,7 @@ describe('--reset starts over (the built CLI)', () => {
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'refiltered' });
     const first = await runCli(['sync', '--start-date', start], env);
     expect(first.code, first.stderr).toBe(0);
-    expect(await problems('refiltered', start, today)).toEqual([]);
+    expect(await problems('refiltered', start, TODAY)).toEqual([]);
 
     const refused = await runCli(['sync', '--brands', BRAND], env);
     expect(refused.code).toBe(2);
@@ -45,18 +45,18 @@ describe('--reset starts over (the built CLI)', () => {
 
     const reset = await runCli(['sync', '--reset', '--start-date', start, '--brands', BRAND], env);
     expect(reset.code, reset.stderr).toBe(0);
-    expect(reset.summary).toMatchObject({ status: 'succeeded', from: start, to: today, cursor: today });
+    expect(reset.summary).toMatchObject({ status: 'succeeded', from: start, to: TODAY, cursor: TODAY });
     expect(summaryOf(reset).reset).toEqual({
       windows: summaryOf(first).windows.loaded,
       posts: summaryOf(first).posts,
     });
-    expect(await problems('refiltered', start, today, [BRAND])).toEqual([]);
+    expect(await problems('refiltered', start, TODAY, [BRAND])).toEqual([]);
 
     // The history stays: the next sync reloads only its lookback.
     const next = await runCli(['sync', '--brands', BRAND], env);
     expect(next.code, next.stderr).toBe(0);
     expect(summaryOf(next).from! > start).toBe(true);
-    expect(await problems('refiltered', start, today, [BRAND])).toEqual([]);
+    expect(await problems('refiltered', start, TODAY, [BRAND])).toEqual([]);
   });
 
   it('with unchanged filters, --reset clears the schema and loads what a first run would', async () => {
@@ -69,19 +69,19 @@ describe('--reset starts over (the built CLI)', () => {
     sim.advanceTime(HOURS_4);
     const again = await runCli(['sync', '--reset', '--start-date', start], env);
     expect(again.code, again.stderr).toBe(0);
-    expect(again.summary).toMatchObject({ from: start, cursor: today, windows: { skipped: 0 } });
+    expect(again.summary).toMatchObject({ from: start, cursor: TODAY, windows: { skipped: 0 } });
     expect(summaryOf(again).reset).toEqual({
       windows: summaryOf(first).windows.loaded,
       posts: summaryOf(first).posts,
     });
-    expect(await problems('restarted', start, today)).toEqual([]);
+    expect(await problems('restarted', start, TODAY)).toEqual([]);
 
     // A later start date: nothing before it is left.
-    const later = addDays(today, -15);
+    const later = addDays(TODAY, -15);
     const shorter = await runCli(['sync', '--reset', '--start-date', later], env);
     expect(shorter.code, shorter.stderr).toBe(0);
-    expect(shorter.summary).toMatchObject({ from: later, cursor: today });
-    expect(await problems('restarted', later, today)).toEqual([]);
+    expect(shorter.summary).toMatchObject({ from: later, cursor: TODAY });
+    expect(await problems('restarted', later, TODAY)).toEqual([]);
 
     // backfill --reset: exactly its range, and no cursor (backfills never set one).
     const to = addDays(start, 9);

@@ -6,12 +6,12 @@
 import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { todayUtc } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
+import { TODAY } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 const SCHEMA = 'legacy';
@@ -115,5 +115,5 @@ it('keeps every row and window record, asks the API for nothing, and reloads and
   // The sync continues from the end of the upgraded history to today.
   const sync = await runCli(['sync', '--start-date', '2026-01-12', ...args], cliEnv(sim, db.url));
   expect(sync.code, sync.stderr.slice(-2000)).toBe(0);
-  expect(await exact(FROM, todayUtc())).toEqual([]);
+  expect(await exact(FROM, TODAY)).toEqual([]);
 });

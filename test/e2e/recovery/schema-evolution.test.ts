@@ -1,19 +1,19 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
-const today = todayUtc();
-const start = addDays(today, -27);
+const start = addDays(TODAY, -27);
 // Mid-window dates: the first windows to carry the change also hold posts without it.
-const appears = addDays(today, -19);
-const turnsDecimal = addDays(today, -9);
+const appears = addDays(TODAY, -19);
+const turnsDecimal = addDays(TODAY, -9);
 // Fields the documentation does not name, so their types come from their values.
 const APPEARING = 'saves_per_view';
 const DECIMAL = 'watch_units';
@@ -22,6 +22,7 @@ beforeAll(async () => {
   sim = await startSimulator({
     seed: 77,
     postsPerDay: 25,
+    now: testNow(),
     fieldSchedule: {
       appearing: [{ field: APPEARING, from: appears }],
       decimalFrom: [{ field: DECIMAL, from: turnsDecimal }],
@@ -105,7 +106,7 @@ describe('a field appearing and an integer field turning decimal, from a date on
       const sync = startCli(['sync', '--start-date', start], env);
       const result = await sync.done;
       expect(result.code, result.stderr).toBe(0);
-      expect(result.summary).toMatchObject({ status: 'succeeded', cursor: today });
+      expect(result.summary).toMatchObject({ status: 'succeeded', cursor: TODAY });
       await readsDone(typesSeen.length + readerErrors.length + 1);
     } finally {
       stop = true;
@@ -118,7 +119,7 @@ describe('a field appearing and an integer field turning decimal, from a date on
     // One type, then the other: never back.
     expect(typesSeen.findIndex((t) => t !== 'bigint')).toBe(typesSeen.indexOf('numeric'));
     expect(typesSeen.slice(typesSeen.indexOf('numeric')).every((t) => t === 'numeric')).toBe(true);
-    expect(await exact(start, today)).toEqual([]);
+    expect(await exact(start, TODAY)).toEqual([]);
     expect(await columnType(DECIMAL)).toBe('numeric');
     expect(await columnType(APPEARING)).toBe('bigint');
     // The whole numbers loaded before the change are kept digit for digit in the widened column.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays, todayUtc } from '../../../src/model/dates.js';
+import { addDays } from '../../../src/model/dates.js';
 import { cutWindows } from '../../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { runCli } from '../../helpers/cli.js';
@@ -7,17 +7,17 @@ import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
+import { TODAY, testNow } from '../../helpers/today.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
-const today = todayUtc();
-const start = addDays(today, -34);
-const windows = cutWindows(start, today, 7);
+const start = addDays(TODAY, -34);
+const windows = cutWindows(start, TODAY, 7);
 // A window in the middle of the range: windows after it load, the cursor must not pass it.
 const failing = windows[2] ?? { start, end: start };
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 44, postsPerDay: 12 });
+  sim = await startSimulator({ seed: 44, postsPerDay: 12, now: testNow() });
 });
 afterAll(async () => {
   await sim.close();
@@ -36,7 +36,7 @@ describe('sync with a window that keeps failing (the built CLI)', () => {
     ]);
     expect(summary.windows).toMatchObject({ loaded: windows.length - 1, failed: 1 });
     // Every other window loaded, before and after the failed one; nothing of the failed one.
-    const all = sim.referencePosts({ start_date: start, end_date: today });
+    const all = sim.referencePosts({ start_date: start, end_date: TODAY });
     const others = all.filter((p) => p.date < failing.start || p.date > failing.end);
     expect((await compareWithReference(db.pool, 'stuck', others)).problems).toEqual([]);
 
@@ -51,7 +51,7 @@ describe('sync with a window that keeps failing (the built CLI)', () => {
     sim.advanceTime(4 * 3_600_000);
     const recovered = await runCli(['sync'], env);
     expect(recovered.code, recovered.stderr).toBe(0);
-    expect(summaryOf(recovered)).toMatchObject({ status: 'succeeded', cursor: today, failures: [] });
+    expect(summaryOf(recovered)).toMatchObject({ status: 'succeeded', cursor: TODAY, failures: [] });
     expect(String(summaryOf(recovered).from) <= failing.start).toBe(true);
     expect((await compareWithReference(db.pool, 'stuck', all)).problems).toEqual([]);
   });

@@ -54,6 +54,39 @@ describe('figure revisions (late data)', () => {
   });
 });
 
+describe("the simulator's clock", () => {
+  it('starts at the instant it is given, runs on from there, and advanceTime moves it', async () => {
+    const noon = Date.parse('2026-11-25T12:00:00Z');
+    const fixed = await startSimulator({ seed: 8, now: '2026-11-25T14:00:00+02:00' });
+    try {
+      const started = Date.parse(fixed.now());
+      expect(started).toBeGreaterThanOrEqual(noon);
+      expect(started - noon).toBeLessThan(60_000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(Date.parse(fixed.now())).toBeGreaterThan(started);
+      fixed.advanceTime(13 * 3_600_000);
+      expect(fixed.now().slice(0, 13)).toBe('2026-11-26T01');
+    } finally {
+      await fixed.close();
+    }
+  });
+
+  it('is the system clock unless given an instant', async () => {
+    const plain = await startSimulator({ seed: 8 });
+    try {
+      expect(Math.abs(Date.parse(plain.now()) - Date.now())).toBeLessThan(60_000);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('refuses an instant without its zone, or no instant at all', async () => {
+    for (const now of ['2026-11-25T12:00:00', 'noon', '']) {
+      await expect(startSimulator({ now })).rejects.toThrow(/now must be an ISO 8601 instant with its zone/);
+    }
+  });
+});
+
 describe('an outage of report creation', () => {
   const params: ReportParams = { start_date: '2026-07-01', end_date: '2026-07-02' };
   const create = () =>
