@@ -87,7 +87,7 @@ function exitProblems(index: number, process: ConcurrentProcess, backendsKilled:
  */
 export async function concurrentRun(input: ConcurrentRunInput): Promise<ConcurrentRunOutcome> {
   // After midnight UTC a sync would load a day the episode's grid does not hold: a backfill of the range instead.
-  const syncsReplaced = input.today !== null && todayUtc() !== input.today;
+  const syncsReplaced = input.today !== null && todayUtc(new Date(input.sim.now())) !== input.today;
   const specs = input.plan.processes.map(
     (spec): ProcessSpec =>
       syncsReplaced && spec.command === 'sync'

@@ -51,6 +51,16 @@ export function evidenceOf(kind: string): readonly string[] {
 /** Kinds that end the process or its database sessions: never in a --reset run, whose reset must complete. */
 const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'failover', 'sigkill', 'sigterm'];
 /** Kinds the harness deals itself, not the simulator: a fault waiting for what the simulator served skips them. */
+/**
+ * Kinds that leave each other nothing to strike, never planned together (the primary one stays): a report that
+ * vanishes serves no page token to expire, and a run ended by a kill or a lost database seldom has a session idle
+ * long enough to be cut before.
+ */
+const EXCLUSIVE: readonly (readonly [FaultKind, FaultKind])[] = [
+  ['page-token-expires', 'report-gone'],
+  ...HARD_KINDS.map((kind) => ['idle-cut', kind] as const),
+];
+
 const DEALT_BY_HARNESS: ReadonlySet<FaultKind> = new Set([...HARD_KINDS, 'idle-cut', 'filter-reset']);
 
 /**
@@ -143,6 +153,9 @@ export function drawFaultPlan(
   const hard = HARD_KINDS.filter((kind) => kinds.has(kind));
   const keep = hard.includes(primary) ? primary : hard[0];
   for (const kind of hard) if (kind !== keep) kinds.delete(kind);
+  for (const [one, other] of EXCLUSIVE) {
+    if (kinds.has(one) && kinds.has(other)) kinds.delete(one === primary ? other : one);
+  }
   const initial: Partial<Faults> = {};
   const timed: TimedFault[] = [];
   const reviseDates: string[] = [];
@@ -196,7 +209,8 @@ export function drawFaultPlan(
         initial.reportGoneAfterPage = kinds.has('filter-reset') ? 0 : random.int(3);
         break;
       case 'page-token-expires':
-        if (random.chance(0.5)) initial.pageTokenExpiresAtPage = 2 + random.int(2);
+        // The token of a report's first page: a report of two pages is enough for it to strike.
+        if (random.chance(0.5)) initial.pageTokenExpiresAtPage = 2;
         else {
           // Right after a page with a next one was served, before its client asks for that: its token expires.
           initial.pageTokenTtlMs = 60_000;

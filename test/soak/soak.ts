@@ -69,9 +69,6 @@ interface Tally {
 }
 
 const CLEAN_ENV = {
-  // The system clock (an empty setting is none): the soak runs for hours, across real midnights, and follows the
-  // date itself.
-  POST_REPORTS_NOW: '',
   LOG_LEVEL: 'debug',
   POST_REPORTS_WINDOW_ATTEMPTS: '3',
   POST_REPORTS_MAX_ATTEMPTS: '10',
@@ -136,7 +133,8 @@ interface Episode {
   readonly base: readonly string[];
   /** The flags every run shares: window size, concurrency, schema. */
   readonly shared: readonly string[];
-  readonly env: Record<string, string>;
+  /** A run's environment: the connector's clock starts where the simulator's is, as one clock would be. */
+  env(): Record<string, string>;
   /** Concurrent mode: the API through a recording proxy (solo runs through its first port). */
   readonly proxy: RecordingProxy | null;
   /** The last date of an episode that ends today (concurrent mode only, which may then draw syncs). */
@@ -179,7 +177,7 @@ async function soloFaultyRun(ep: Episode, planned: PlannedRun): Promise<RunEnd> 
     ...(planned.reload ? ['--reload'] : []),
   ];
   const runStarted = Date.now();
-  const outcome = await faultyRun(args, ep.env, ep.sim, ep.admin, planned.faults, options.runGuardMs);
+  const outcome = await faultyRun(args, ep.env(), ep.sim, ep.admin, planned.faults, options.runGuardMs);
   const runMs = Date.now() - runStarted;
   ep.sim.setFaults(NO_FAULTS);
   ep.proxy?.take();
@@ -236,7 +234,7 @@ async function concurrentFaultyRun(ep: Episode, planned: PlannedRun, plan: Concu
     shared: [...ep.shared, ...planned.filterArgs],
     episodeFrom: ep.from,
     reload: planned.reload,
-    env: ep.env,
+    env: ep.env(),
     guardMs: options.runGuardMs,
     today: ep.today,
   });
@@ -280,7 +278,7 @@ async function recoveryRun(ep: Episode, filterArgs: readonly string[]): Promise<
   const { tally } = ep;
   // A later run: the API no longer hands back a report that failed or vanished in the faulty run.
   ep.sim.advanceTime(PAST_REUSE_MS);
-  const recovery = await runCli([...ep.base, ...filterArgs], ep.env);
+  const recovery = await runCli([...ep.base, ...filterArgs], ep.env());
   ep.proxy?.take();
   tally.runs += 1;
   tally.recoveryRuns += 1;
@@ -307,7 +305,7 @@ async function cleanRuns(ep: Episode, filterArgs: readonly string[]): Promise<nu
   ep.sim.advanceTime(PAST_REUSE_MS);
   let check: LedgerCheck = { problems: [], windows: 0, posts: 0 };
   for (const [i, extra] of finals.entries()) {
-    const clean = await runCli([...ep.base, ...filterArgs, ...extra], ep.env);
+    const clean = await runCli([...ep.base, ...filterArgs, ...extra], ep.env());
     ep.proxy?.take();
     tally.runs += 1;
     add(tally.exits, exitLabel(clean.code, clean.signal));
@@ -394,7 +392,7 @@ async function episode(
   let proxy: RecordingProxy | null = null;
   try {
     // Concurrent mode: half the episodes end today, so that a sync (which loads up to today) can join them.
-    const today = options.concurrent && random.chance(0.5) ? todayUtc() : null;
+    const today = options.concurrent && random.chance(0.5) ? todayUtc(new Date(sim.now())) : null;
     const from = today === null ? randomStart(random) : addDays(today, -(13 + random.int(29)));
     const to = today ?? addDays(from, 13 + random.int(29));
     const concurrency = 1 + random.int(4);
@@ -422,7 +420,11 @@ async function episode(
       from,
       base: ['backfill', '--from', from, '--to', to, ...shared],
       shared,
-      env: proxy === null ? env : { ...env, POST_REPORTS_BASE_URL: proxy.baseUrl(0) },
+      env: () => ({
+        ...env,
+        ...(proxy === null ? {} : { POST_REPORTS_BASE_URL: proxy.baseUrl(0) }),
+        POST_REPORTS_NOW: new Date(sim.now()).toISOString(),
+      }),
       proxy,
       today,
     };
