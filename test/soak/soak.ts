@@ -93,6 +93,14 @@ function randomStart(random: Random): string {
   return addDays('2025-01-06', 7 * random.int(48) + random.int(7));
 }
 
+/**
+ * Where an episode's clock starts (the simulator's, and through each run's POST_REPORTS_NOW the connector's):
+ * drawn from the seed, after every episode's dates, so that a seed replays the same whatever the day and hour.
+ */
+function episodeStart(random: Random): string {
+  return new Date(Date.parse('2026-02-02T00:00:00Z') + random.int(24 * 60) * 60_000).toISOString();
+}
+
 /** Keeps what a failed run's processes printed, for whoever looks into it: the directory. */
 function keepLogs(options: PhaseOptions, run: number, results: readonly CliResult[]): string {
   const dir = join(tmpdir(), `post-reports-soak-${options.seed}${options.concurrent ? '-concurrent' : ''}`);
@@ -387,6 +395,7 @@ async function episode(
     postsPerDay,
     generationDelayMs,
     pageSize,
+    now: episodeStart(random),
     token: `soak-${randomBytes(6).toString('hex')}`,
   });
   let proxy: RecordingProxy | null = null;
