@@ -199,8 +199,9 @@ export function drawFaultPlan(
         break;
       case 'report-expires':
         initial.reportTtlMs = 600_000;
+        // Right after a page with a next one was served: its reader asks the expired report for that next page.
         timed.push({
-          trigger: { afterServed: random.pick(['creation', 'page']), nth: 1 + random.int(2) },
+          trigger: { afterServed: 'page-with-next', nth: 1 + random.int(2) },
           action: { type: 'advance-time', ms: 700_000 },
         });
         break;
