@@ -5,10 +5,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { isConnectionLoss, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
-import { waitForDatabase } from './database.js';
 import {
   lockHolders,
   sessionHolds,
@@ -20,8 +18,6 @@ import {
 import { loadedFrom } from './window-state.js';
 
 const WAIT_MS = 250;
-/** Database losses a wait for a claim rides out before it fails. */
-const MAX_RECONNECTS = 3;
 
 /** What a claim attempt found. */
 export type ClaimOutcome =
@@ -56,26 +52,12 @@ export class WindowClaims {
   readonly #held = new Set<string>();
   /** The session serves one caller at a time: a pg client runs one query at a time, and a claim is several. */
   #turn: Promise<unknown> = Promise.resolve();
-  /** Aborted when the current session is lost, and every claim on it with it. */
-  #sessionLost = new AbortController();
 
-  /** How long a database that went away is waited for before a claim fails (POST_REPORTS_RECONNECT_WAIT_MS). */
-  readonly #reconnectWaitMs: number;
-
-  constructor(pool: pg.Pool, schema: string, logger: Logger, freshness: Freshness, reconnectWaitMs = 0) {
+  constructor(pool: pg.Pool, schema: string, logger: Logger, freshness: Freshness) {
     this.#pool = pool;
     this.#schema = schema;
     this.#logger = logger;
     this.#freshness = freshness;
-    this.#reconnectWaitMs = reconnectWaitMs;
-  }
-
-  /**
-   * Aborted when the session holding the claims made so far is lost: from then on another process may take their
-   * windows, so work on them stops (the group claims them again, or leaves them to the process that took them).
-   */
-  get lost(): AbortSignal {
-    return this.#sessionLost.signal;
   }
 
   /** Opens the claims connection. */
@@ -111,17 +93,9 @@ export class WindowClaims {
   /** Waits until the group is free, then claims it (or finds it loaded by the process that held it). */
   async waitFor(group: readonly Window[], signal: AbortSignal): Promise<Exclude<ClaimOutcome, 'taken'>> {
     let told = false;
-    for (let reconnects = 0; ; ) {
+    for (;;) {
       signal.throwIfAborted();
-      let outcome: ClaimOutcome;
-      try {
-        outcome = await this.claim(group);
-      } catch (error) {
-        // The database went away (a failover, a restart: the claims were lost with it): given its time to come back.
-        if (!isConnectionLoss(error) || reconnects++ >= MAX_RECONNECTS) throw error;
-        if (!(await waitForDatabase(this.#pool, this.#reconnectWaitMs, signal))) throw error;
-        continue;
-      }
+      const outcome = await this.claim(group);
       if (outcome !== 'taken') return outcome;
       if (!told) {
         this.#logger.info(
@@ -223,13 +197,6 @@ export class WindowClaims {
       this.#logger.warn({ err: error }, 'the window claims connection was lost');
       this.#client = undefined;
       this.#held.clear();
-      this.#sessionLost.abort(
-        new StoreError(
-          'DB_CONNECTION_LOST',
-          'the window claims were lost with their database session: another process may take the windows',
-        ),
-      );
-      this.#sessionLost = new AbortController();
       client.release(error);
     });
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');

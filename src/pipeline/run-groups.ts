@@ -64,29 +64,23 @@ export async function loadGroups(
     interrupted += end.interrupted;
     notStarted += end.notStarted;
   };
-  // Claimed just before: work on the group stops if the session holding its claims is lost.
   const stageAndCommit = async (group: WindowGroup): Promise<void> => {
-    const lost = claims.lost;
-    const staged = await Promise.allSettled(group.map((w) => limit(() => stager.stage(w, lost))));
-    settle(group, await finishGroup(stager, group, staged, options, lost));
+    const staged = await Promise.allSettled(group.map((w) => limit(() => stager.stage(w))));
+    settle(group, await finishGroup(stager, group, staged, options));
   };
 
   // First pass: each group is claimed when its first window gets a slot, so that processes split the range.
   await Promise.all(
     groups.map(async (group) => {
       let claim: Promise<ClaimOutcome> | undefined;
-      let lost: AbortSignal | undefined;
       const claimed = () => {
-        claim ??= claims.claim(group).then((outcome) => {
-          lost = claims.lost;
-          return outcome;
-        });
+        claim ??= claims.claim(group);
         return claim;
       };
       const staged = await Promise.allSettled(
         group.map((w) =>
           limit(async () => {
-            if ((await claimed()) === 'claimed') await stager.stage(w, lost);
+            if ((await claimed()) === 'claimed') await stager.stage(w);
           }),
         ),
       );
@@ -94,7 +88,7 @@ export async function loadGroups(
       const outcome = await claimed().catch((): ClaimOutcome => 'claimed');
       if (outcome === 'taken') deferred.push(group);
       else if (outcome === 'done') byOthers += group.length;
-      else settle(group, await finishGroup(stager, group, staged, options, lost));
+      else settle(group, await finishGroup(stager, group, staged, options));
     }),
   );
 
@@ -127,17 +121,8 @@ async function finishGroup(
   group: WindowGroup,
   staged: readonly PromiseSettledResult<void>[],
   options: GroupOptions,
-  claimLost: AbortSignal | undefined,
 ): Promise<GroupEnd> {
   try {
-    // Its claims went with their session while it staged: another process may hold the group now. Claimed again,
-    // its windows resume their reports; taken, they are the other process's.
-    if (claimLost?.aborted && !options.signal.aborted) {
-      for (const [i, w] of group.entries()) {
-        if (staged[i]?.status === 'fulfilled') await stager.markInterrupted(w, claimLost.reason);
-      }
-      return 'lost';
-    }
     return await commitGroup(stager, group, staged, options);
   } finally {
     await options.claims.release(group);

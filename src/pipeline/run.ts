@@ -135,16 +135,10 @@ async function loadRun(
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
   const { range } = prepared;
-  const claims = new WindowClaims(
-    pool,
-    config.db.schema,
-    logger,
-    {
-      madeSince,
-      reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
-    },
-    config.db.reconnectWaitMs ?? 0,
-  );
+  const claims = new WindowClaims(pool, config.db.schema, logger, {
+    madeSince,
+    reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
+  });
   try {
     await claims.start();
     await lock.share();

@@ -45,13 +45,10 @@ export class WindowStager {
     };
   }
 
-  /**
-   * Stages the window, retrying failed attempts; throws the last attempt's error. `claimLost` stops it as a stop
-   * would (the attempt is interrupted, its report kept) when the claim on the window is lost.
-   */
-  async stage(window: Window, claimLost?: AbortSignal): Promise<void> {
+  /** Stages the window, retrying failed attempts; throws the last attempt's error. */
+  async stage(window: Window): Promise<void> {
     const { config, stop, onProgress } = this.#run;
-    const signal = claimLost === undefined ? stop.child() : AbortSignal.any([stop.child(), claimLost]);
+    const signal = stop.child();
     const log = this.#run.logger.child({ window: windowLabel(window) });
     for (let attempt = 1; ; attempt += 1) {
       if (signal.aborted) throw new EtlError('ABORTED', 'the run was interrupted before this window started');
