@@ -45,6 +45,7 @@ interface ConcurrentTally {
   exitSets: Record<string, number>;
   byOthers: number;
   duplicates: number;
+  duplicatesAfterCut: number;
   lockHeld: number;
   /** --reset runs (alone) that exited 4: allowed, and reported. */
   resetLockHeld: number;
@@ -261,6 +262,7 @@ async function concurrentFaultyRun(ep: Episode, planned: PlannedRun, plan: Concu
   add(c.exitSets, [...labels].sort().join(' '));
   c.byOthers += outcome.byOthers;
   c.duplicates += outcome.duplicates;
+  c.duplicatesAfterCut += outcome.duplicatesAfterCut;
   c.lockHeld += outcome.lockHeld;
   c.unknownReports += outcome.unknownReports;
   if (outcome.syncsReplaced) c.syncsReplaced += 1;
@@ -489,6 +491,7 @@ function printConcurrent(c: ConcurrentTally): string[] {
     // recorded a report, vary from one replay to the next: these two lines are marked as such.
     `soak: (varies with timing) windows a process found loaded by another (windows.byOthers) ${c.byOthers}`,
     `soak: duplicate live requests ${c.duplicates} (windows whose report two processes of a run were creating or reading at overlapping times, from the recording proxy)`,
+    `soak: (varies with timing) the same after the database cut the sessions holding the claims (allowed: only one commits) ${c.duplicatesAfterCut}`,
     `soak: (varies with timing) creation calls answered: ${c.simulatorCreations} by the simulator, ${c.proxyCreations} handed back whole through the proxy (the rest: their client went away first)`,
   ];
   if (c.lockHeld > 0) {
@@ -529,6 +532,7 @@ function newTally(faults: FaultTally): Tally {
       exitSets: {},
       byOthers: 0,
       duplicates: 0,
+      duplicatesAfterCut: 0,
       lockHeld: 0,
       resetLockHeld: 0,
       unknownReports: 0,
