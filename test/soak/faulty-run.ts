@@ -58,6 +58,9 @@ export interface ProcessCommand {
 const KILL_BACKENDS = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
   WHERE application_name LIKE 'post-reports-etl run %' AND datname = current_database() AND pid <> pg_backend_pid()`;
 
+const KILL_BACKENDS_OF = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
+  WHERE application_name LIKE 'post-reports-etl run %' AND datname = $1`;
+
 /** The database of `admin`, and a connection string to its server's maintenance database. */
 function databaseOf(admin: pg.Pool): { name: string; serverUrl: string } {
   const url = new URL(admin.options.connectionString ?? '');
@@ -103,7 +106,8 @@ async function failover(admin: pg.Pool, downMs: number): Promise<number> {
   try {
     await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS false`);
     try {
-      const { rows } = await admin.query<{ killed: number }>(KILL_BACKENDS);
+      // From the maintenance database: the soak's own pool may need a new session, which is refused now.
+      const { rows } = await server.query<{ killed: number }>(KILL_BACKENDS_OF, [name]);
       await sleep(downMs);
       return rows[0]?.killed ?? 0;
     } finally {
