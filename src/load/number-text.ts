@@ -12,7 +12,8 @@ const PLAIN = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
 
 // numeric's limits: digits before the decimal point, digits after it. Beyond them numeric refuses the value
-// ("value overflows numeric format"), and so does a numeric column: the literal is kept as it came.
+// ("value overflows numeric format"), and so does a numeric column: the literal is kept as it came. The exponent
+// limit is the one majors before 18 have: 18 also takes a zero at exponent 1073741823, which is kept as it came.
 const MAX_INTEGER_DIGITS = 131072;
 const MAX_SCALE = 16383;
 const MAX_EXPONENT = 1073741823;
