@@ -7,8 +7,8 @@
  * The data-age rule: a report is taken as made when the window first received its id, less the API's reuse
  * period (another identical request may have created it that much earlier). Nothing older replaces anything
  * newer: a report older than rows loaded since for its dates is neither resumed nor used, one first received
- * longer ago than the reuse period is not resumed (an identical request would get a newer one), and one the window saw
- * fail or vanish is not polled again, since the API hands it back until its reuse period ends.
+ * longer ago than the reuse period is not resumed (an identical request would get a newer one), and one the
+ * window saw fail or vanish is not polled again, since the API hands it back until its reuse period ends.
  */
 import type pg from 'pg';
 import { ApiError, DataError } from '../errors.js';
@@ -82,8 +82,8 @@ export class WindowAttempt {
   async resumable(onDropped: (reportId: string, why: string) => void): Promise<string | null> {
     const inProgress = this.#inProgress;
     if (inProgress === null) return null;
-    const { pool, schema, clock, reportReuseMs } = this.#context;
-    const why = await this.#tooOld(inProgress, clock.now(), reportReuseMs);
+    const { pool, schema } = this.#context;
+    const why = await this.#tooOld(inProgress);
     if (why !== null) {
       onDropped(inProgress.reportId, why);
       await recordReport(pool, schema, this.window, null);
@@ -94,11 +94,13 @@ export class WindowAttempt {
     return inProgress.reportId;
   }
 
-  async #tooOld(inProgress: InProgress, now: Date, reuseMs: number): Promise<string | null> {
-    if (inProgress.receivedAt !== null && now.getTime() - inProgress.receivedAt.getTime() >= reuseMs) {
+  /** Why the report in progress must not be resumed, or null. */
+  async #tooOld(inProgress: InProgress): Promise<string | null> {
+    const { pool, schema, clock, reportReuseMs } = this.#context;
+    const { receivedAt } = inProgress;
+    if (receivedAt !== null && clock.now().getTime() - receivedAt.getTime() >= reportReuseMs) {
       return "the report in progress was first received longer ago than the API's reuse period: a new one holds newer figures";
     }
-    const { pool, schema } = this.#context;
     const newer = await newerLoads(pool, schema, this.window, inProgress.madeAt);
     if (newer.length === 0) return null;
     return `the report in progress is older than the rows loaded since for ${newer.map(windowLabel).join(', ')}`;

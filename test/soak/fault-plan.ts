@@ -50,7 +50,6 @@ export function evidenceOf(kind: string): readonly string[] {
 
 /** Kinds that end the process or its database sessions: never in a --reset run, whose reset must complete. */
 const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'failover', 'sigkill', 'sigterm'];
-/** Kinds the harness deals itself, not the simulator: a fault waiting for what the simulator served skips them. */
 /**
  * Kinds that leave each other nothing to strike, never planned together (the primary one stays): a report that
  * vanishes serves no page token to expire, and a run ended by a kill or a lost database seldom has a session idle
@@ -61,6 +60,7 @@ const EXCLUSIVE: readonly (readonly [FaultKind, FaultKind])[] = [
   ...HARD_KINDS.map((kind) => ['idle-cut', kind] as const),
 ];
 
+/** Kinds the harness deals itself, not the simulator: a fault waiting for what the simulator served skips them. */
 const DEALT_BY_HARNESS: ReadonlySet<FaultKind> = new Set([...HARD_KINDS, 'idle-cut', 'filter-reset']);
 
 /**

@@ -55,10 +55,8 @@ export interface ProcessCommand {
   readonly env: Record<string, string>;
 }
 
+/** Terminates the connector's sessions on database $1 (the soak's own carry another application name). */
 const KILL_BACKENDS = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
-  WHERE application_name LIKE 'post-reports-etl run %' AND datname = current_database() AND pid <> pg_backend_pid()`;
-
-const KILL_BACKENDS_OF = `SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity
   WHERE application_name LIKE 'post-reports-etl run %' AND datname = $1`;
 
 /** The database of `admin`, and a connection string to its server's maintenance database. */
@@ -107,7 +105,7 @@ async function failover(admin: pg.Pool, downMs: number): Promise<number> {
     await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS false`);
     try {
       // From the maintenance database: the soak's own pool may need a new session, which is refused now.
-      const { rows } = await server.query<{ killed: number }>(KILL_BACKENDS_OF, [name]);
+      const { rows } = await server.query<{ killed: number }>(KILL_BACKENDS, [name]);
       await sleep(downMs);
       return rows[0]?.killed ?? 0;
     } finally {
@@ -193,7 +191,7 @@ export async function faultyProcesses(
         break;
       case 'kill-db-connections':
         pending.push(
-          admin.query<{ killed: number }>(KILL_BACKENDS).then(({ rows }) => {
+          admin.query<{ killed: number }>(KILL_BACKENDS, [databaseOf(admin).name]).then(({ rows }) => {
             backendsKilled += rows[0]?.killed ?? 0;
           }),
         );
