@@ -5,13 +5,14 @@ import { ExactNumber } from '../model/post-record.js';
  * Technique: one string-aware scan finds the number tokens JSON.parse would round (long integers, decimals,
  * exponents) and wraps each into a string literal that starts with a marker character; native JSON.parse then
  * does the real work, and a walk over the result turns marked strings into ExactNumbers. Everything else is
- * left to JSON.parse. Two kinds of text go to lossless-json instead (slower, always right): a genuine string that
- * could be mistaken for a marked one, and an object key written with an escape, because V8's JSON.parse (Node 24)
- * can return a wrong key once it has seen another escaped one (after a key that is one escaped backslash, a key
- * that is one escaped quote comes back as a backslash). Invalid input is reported in lossless-json's words, with a
- * position in the text as received, so that an error reads the same on every Node version. The scan also counts
- * the keys of the text: when JSON.parse's result holds fewer, a key repeats, and lossless-json decides as it does
- * for every text it parses: the same rule whichever way a page goes.
+ * left to JSON.parse. An object key written with an escape is handed to JSON.parse as a marked placeholder and
+ * decoded by the scan, because V8's JSON.parse (Node 24) can return a wrong key once it has seen another escaped
+ * one (after a key that is one escaped backslash, a key that is one escaped quote comes back as a backslash); the
+ * walk puts the decoded keys back in place, in their order. A genuine string that could be mistaken for a marked
+ * one sends the text to lossless-json instead (slower, always right). Invalid input is reported in lossless-json's
+ * words, with a position in the text as received, so that an error reads the same on every Node version. The scan
+ * also counts the keys of the text: when the result holds fewer, a key repeats, and lossless-json decides as it
+ * does for every text it parses: the same rule whichever way a page goes.
  */
 
 // A Latin-1 character keeps the rewritten text one-byte (two-byte strings slow JSON.parse down); a C1 control
@@ -35,13 +36,20 @@ const LOWER_U = 0x75;
 /** Integers of at most this many digits are exact as JavaScript numbers (2^53 has 16 digits). */
 const MAX_PLAIN_DIGITS = 15;
 
-/** The text needs lossless-json: a string looks like a marked number, or a key holds an escape. */
+/**
+ * The text needs lossless-json: a string looks like a marked number, a key written with escapes is invalid, or
+ * two spellings of a key name the same key.
+ */
 class NeedsLosslessParse extends Error {}
 
-/** What the scan found: the rewritten text (null: no token needed it) and how many object keys the text holds. */
+/**
+ * What the scan found: the rewritten text (null: nothing needed it), how many object keys the text holds, and the
+ * decoded keys that placeholders stand for (by index).
+ */
 interface Scan {
   readonly marked: string | null;
   readonly keys: number;
+  readonly escapedKeys: readonly string[];
 }
 
 /**
@@ -57,6 +65,9 @@ function markNumbers(text: string): Scan {
   let keys = 0;
   // The next backslash at or after i (or length): a string contains an escape when it lies before its end.
   let nextBackslash = -1;
+  const escapedKeys: string[] = [];
+  // Each spelling once: a spelling repeated within an object then shows as a repeated placeholder.
+  const placeholders = new Map<string, string>();
   while (i < length) {
     const code = text.charCodeAt(i);
     if (code === QUOTE) {
@@ -68,7 +79,17 @@ function markNumbers(text: string): Scan {
         nextBackslash = text.indexOf('\\', i + 1);
         if (nextBackslash === -1) nextBackslash = length;
       }
-      if (nextBackslash < end && isKey(text, end + 1)) throw new NeedsLosslessParse();
+      if (nextBackslash < end && isKey(text, end + 1)) {
+        const spelling = text.slice(i, end + 1);
+        let placeholder = placeholders.get(spelling);
+        if (placeholder === undefined) {
+          escapedKeys.push(decodeKey(spelling));
+          placeholder = `"${MARKER_CHAR}${escapedKeys.length - 1}"`;
+          placeholders.set(spelling, placeholder);
+        }
+        out += `${text.slice(copied, i)}${placeholder}`;
+        copied = end + 1;
+      }
       i = end + 1;
       continue;
     }
@@ -86,7 +107,48 @@ function markNumbers(text: string): Scan {
     out += `${text.slice(copied, start)}"${MARKER_CHAR}${text.slice(start, i)}"`;
     copied = i;
   }
-  return { marked: copied === 0 ? null : out + text.slice(copied), keys };
+  return { marked: copied === 0 ? null : out + text.slice(copied), keys, escapedKeys };
+}
+
+const ESCAPED: Readonly<Record<string, string>> = {
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+};
+
+/**
+ * The key a string literal (with its quotes) spells, decoded here rather than by JSON.parse (see above); a literal
+ * JSON.parse would refuse (a bad escape, a raw control character) goes to lossless-json, which says why.
+ */
+function decodeKey(literal: string): string {
+  let out = '';
+  let from = 1;
+  const last = literal.length - 1;
+  for (let i = 1; i < last; i += 1) {
+    const c = literal.charCodeAt(i);
+    if (c < 0x20) throw new NeedsLosslessParse();
+    if (c !== BACKSLASH) continue;
+    out += literal.slice(from, i);
+    const escape = literal[i + 1] ?? '';
+    if (escape === 'u') {
+      const hex = literal.slice(i + 2, i + 6);
+      if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new NeedsLosslessParse();
+      out += String.fromCharCode(Number.parseInt(hex, 16));
+      i += 5;
+    } else {
+      const decoded = ESCAPED[escape];
+      if (decoded === undefined) throw new NeedsLosslessParse();
+      out += decoded;
+      i += 1;
+    }
+    from = i + 1;
+  }
+  return out + literal.slice(from, last);
 }
 
 /** A genuine string starting at the quote `i` that could be taken for a marked number sends the text elsewhere. */
@@ -110,6 +172,11 @@ function stringEnd(text: string, i: number): number {
   return end;
 }
 
+/** Whether a char code is a digit; false past the end of the text, where charCodeAt gives NaN. */
+function isDigit(c: number): boolean {
+  return c >= ZERO && c <= NINE;
+}
+
 /** The index after the digits from `p` on. */
 function skipDigits(text: string, p: number): number {
   let c = text.charCodeAt(p);
@@ -129,7 +196,7 @@ function scanNumber(text: string, i: number): number {
   const negative = text.charCodeAt(i) === MINUS;
   const integerStart = negative ? i + 1 : i;
   let c = text.charCodeAt(integerStart);
-  if (c < ZERO || c > NINE) return integerStart * 2;
+  if (!isDigit(c)) return integerStart * 2;
   let p = c === ZERO ? integerStart + 1 : skipDigits(text, integerStart);
   const integerDigits = p - integerStart;
   let exact = integerDigits > MAX_PLAIN_DIGITS || (negative && integerDigits === 1 && c === ZERO);
@@ -137,7 +204,7 @@ function scanNumber(text: string, i: number): number {
   if (c === DOT) {
     exact = true;
     c = text.charCodeAt(p + 1);
-    if (c < ZERO || c > NINE) return (p + 1) * 2;
+    if (!isDigit(c)) return (p + 1) * 2;
     p = skipDigits(text, p + 1);
     c = text.charCodeAt(p);
   }
@@ -149,7 +216,7 @@ function scanNumber(text: string, i: number): number {
       p += 1;
       c = text.charCodeAt(p);
     }
-    if (c < ZERO || c > NINE) return p * 2;
+    if (!isDigit(c)) return p * 2;
     p = skipDigits(text, p);
   }
   return p * 2 + (exact ? 1 : 0);
@@ -187,43 +254,61 @@ function skipWhitespace(text: string, p: number): number {
   return p;
 }
 
-/** Turns marked strings below `value` (an object or array) into ExactNumbers; returns how many keys it holds. */
-function revive(value: object): number {
-  let keys = 0;
+/** What a walk over a parsed document carries: the keys counted so far, and the keys placeholders stand for. */
+interface Walk {
+  keys: number;
+  readonly escapedKeys: readonly string[];
+}
+
+/**
+ * Turns marked strings below `value` (an object or array) into ExactNumbers, counting keys into `walk`; returns
+ * the value, or the object rebuilt with its placeholder keys decoded, in their order.
+ */
+function revive(value: object, walk: Walk): object {
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i += 1) {
       const item: unknown = value[i];
       if (typeof item === 'string') {
         if (item.charCodeAt(0) === MARKER) value[i] = new ExactNumber(item.slice(1));
       } else if (item !== null && typeof item === 'object') {
-        keys += revive(item);
+        value[i] = revive(item, walk);
       }
     }
-    return keys;
+    return value;
   }
   const record = value as Record<string, unknown>;
+  let placeholders = false;
   for (const key in record) {
-    keys += 1;
+    walk.keys += 1;
+    if (key.charCodeAt(0) === MARKER) placeholders = true;
     const item = record[key];
     if (typeof item === 'string') {
-      if (item.charCodeAt(0) === MARKER) {
-        // Object.defineProperty: a plain assignment to "__proto__" would replace the prototype.
-        if (key === '__proto__') {
-          Object.defineProperty(record, key, {
-            value: new ExactNumber(item.slice(1)),
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        } else {
-          record[key] = new ExactNumber(item.slice(1));
-        }
-      }
+      if (item.charCodeAt(0) === MARKER) setOwn(record, key, new ExactNumber(item.slice(1)));
     } else if (item !== null && typeof item === 'object') {
-      keys += revive(item);
+      setOwn(record, key, revive(item, walk));
     }
   }
-  return keys;
+  return placeholders ? withKeysDecoded(record, walk.escapedKeys) : record;
+}
+
+function withKeysDecoded(record: Record<string, unknown>, escapedKeys: readonly string[]): object {
+  const out: Record<string, unknown> = {};
+  for (const key in record) {
+    const name = key.charCodeAt(0) === MARKER ? escapedKeys[Number(key.slice(1))]! : key;
+    // Two spellings of one key: lossless-json decides whether the repeat is harmless.
+    if (Object.hasOwn(out, name)) throw new NeedsLosslessParse();
+    setOwn(out, name, record[key]);
+  }
+  return out;
+}
+
+/** Object.defineProperty for "__proto__": a plain assignment would replace the prototype. */
+function setOwn(record: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    record[key] = value;
+  }
 }
 
 /** How many keys the objects at and below `value` hold. */
@@ -271,13 +356,16 @@ export function parseExactJson(text: string): unknown {
 }
 
 function parseScanned(text: string): unknown {
-  let scan: Scan;
   try {
-    scan = markNumbers(text);
+    return parseMarked(text);
   } catch (error) {
     if (error instanceof NeedsLosslessParse) return parseLosslessly(text);
     throw error;
   }
+}
+
+function parseMarked(text: string): unknown {
+  const scan = markNumbers(text);
   let parsed: unknown;
   try {
     parsed = JSON.parse(scan.marked ?? text);
@@ -292,9 +380,16 @@ function parseScanned(text: string): unknown {
       ? new ExactNumber(parsed.slice(1))
       : parsed;
   }
-  const keys = scan.marked === null ? countKeys(parsed) : revive(parsed);
+  let keys: number;
+  if (scan.marked === null) keys = countKeys(parsed);
+  else {
+    const walk: Walk = { keys: 0, escapedKeys: scan.escapedKeys };
+    parsed = revive(parsed, walk);
+    keys = walk.keys;
+  }
   // A repeated key: lossless-json decides (a repeat with the same value is harmless, another value is refused).
-  return keys === scan.keys ? parsed : parseLosslessly(text);
+  if (keys !== scan.keys) throw new NeedsLosslessParse();
+  return parsed;
 }
 
 function parseLosslessly(text: string): unknown {

@@ -107,6 +107,9 @@ describe('parseExactJson', () => {
     '{"a":1.5',
     '[12345678901234567x]',
     '"unterminated',
+    '0.',
+    '1e',
+    '-1.5e+',
   ])('rejects invalid JSON %s like JSON.parse', (text) => {
     expect(() => JSON.parse(text)).toThrow(SyntaxError);
     expect(() => parseExactJson(text)).toThrow(SyntaxError);
