@@ -34,6 +34,8 @@ export interface RequestOptions {
 export interface DeferredJson {
   /** The size of the body as received (decoded text length in UTF-16 units). */
   readonly bytes: number;
+  /** The body as received. */
+  readonly text: string;
   /** The body parsed exactly; DataError('PAGE_MALFORMED') when it is not JSON. */
   parse(): unknown;
 }
@@ -73,7 +75,7 @@ export class ApiClient {
   /** GET, returning the body's size at once and the body itself when asked (the pager downloads ahead). */
   async getDeferredJson(path: string, options: RequestOptions = {}): Promise<DeferredJson> {
     const response = await this.request('GET', path, undefined, options);
-    return { bytes: response.text.length, parse: () => this.parse(response) };
+    return { bytes: response.text.length, text: response.text, parse: () => this.parse(response) };
   }
 
   /** POST a JSON body. */

@@ -1,5 +1,6 @@
 import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
 import { ExactNumber } from '../model/post-record.js';
+import { JsonStringReader } from './json-string.js';
 
 /*
  * Technique: one string-aware scan finds the number tokens JSON.parse would round (long integers, decimals,
@@ -68,6 +69,8 @@ function markNumbers(text: string): Scan {
   const escapedKeys: string[] = [];
   // Each spelling once: a spelling repeated within an object then shows as a repeated placeholder.
   const placeholders = new Map<string, string>();
+  // Decoded here rather than by JSON.parse: see the top of this file.
+  const keyReader = new JsonStringReader();
   while (i < length) {
     const code = text.charCodeAt(i);
     if (code === QUOTE) {
@@ -83,7 +86,10 @@ function markNumbers(text: string): Scan {
         const spelling = text.slice(i, end + 1);
         let placeholder = placeholders.get(spelling);
         if (placeholder === undefined) {
-          escapedKeys.push(decodeKey(spelling));
+          // A literal JSON.parse would refuse (a bad escape, a raw control character): lossless-json says why.
+          const key = keyReader.read(spelling, 0);
+          if (key === null) throw new NeedsLosslessParse();
+          escapedKeys.push(key);
           placeholder = `"${MARKER_CHAR}${escapedKeys.length - 1}"`;
           placeholders.set(spelling, placeholder);
         }
@@ -108,47 +114,6 @@ function markNumbers(text: string): Scan {
     copied = i;
   }
   return { marked: copied === 0 ? null : out + text.slice(copied), keys, escapedKeys };
-}
-
-const ESCAPED: Readonly<Record<string, string>> = {
-  '"': '"',
-  '\\': '\\',
-  '/': '/',
-  b: '\b',
-  f: '\f',
-  n: '\n',
-  r: '\r',
-  t: '\t',
-};
-
-/**
- * The key a string literal (with its quotes) spells, decoded here rather than by JSON.parse (see above); a literal
- * JSON.parse would refuse (a bad escape, a raw control character) goes to lossless-json, which says why.
- */
-function decodeKey(literal: string): string {
-  let out = '';
-  let from = 1;
-  const last = literal.length - 1;
-  for (let i = 1; i < last; i += 1) {
-    const c = literal.charCodeAt(i);
-    if (c < 0x20) throw new NeedsLosslessParse();
-    if (c !== BACKSLASH) continue;
-    out += literal.slice(from, i);
-    const escape = literal[i + 1] ?? '';
-    if (escape === 'u') {
-      const hex = literal.slice(i + 2, i + 6);
-      if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new NeedsLosslessParse();
-      out += String.fromCharCode(Number.parseInt(hex, 16));
-      i += 5;
-    } else {
-      const decoded = ESCAPED[escape];
-      if (decoded === undefined) throw new NeedsLosslessParse();
-      out += decoded;
-      i += 1;
-    }
-    from = i + 1;
-  }
-  return out + literal.slice(from, last);
 }
 
 /** A genuine string starting at the quote `i` that could be taken for a marked number sends the text elsewhere. */

@@ -1,21 +1,27 @@
 import type { ApiClient, DeferredJson } from '../api/client.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
-import { ExactNumber } from '../model/post-record.js';
+import { ExactNumber, type MappedPost } from '../model/post-record.js';
 import { isRecord, kind } from './json-shape.js';
+import { decodePage } from './page-decoder.js';
+import { type MappingContext, mapRecords } from './record-mapping.js';
 
-/** One page of a DONE report: its records and the token of the next page (null on the last page). */
+/** One page of a DONE report: its posts, mapped for loading, and the token of the next page (null on the last). */
 export interface ReportPage {
   /** 1 for the first page. */
   index: number;
   /** The page token this page was requested with; null for the first page. */
   token: string | null;
   nextPage: string | null;
-  records: Record<string, unknown>[];
+  posts: MappedPost[];
   /** Size of the response text. */
   bytes: number;
 }
 
+/** How a report's records become posts: the id field, the window (for messages) and the field selection. */
+export type PostMapping = Omit<MappingContext, 'page'>;
+
 export interface ReadPagesOptions {
+  mapping: PostMapping;
   /** The first page, already downloaded by waitForReport; reading continues after it. */
   first?: ReportPage;
   /** A stored next_page token to resume from after a restart. */
@@ -33,9 +39,10 @@ export function reportPath(reportId: string): string {
   return `reports/posts/${encodeURIComponent(reportId)}`;
 }
 
-/** A report response (or one of its pages) downloaded: its size now, its body when asked. */
+/** A report response (or one of its pages) downloaded: its size and text now, its body when asked. */
 export interface FetchedReport {
   readonly bytes: number;
+  readonly text: string;
   /** The body parsed; DataError('PAGE_MALFORMED') naming the report when it is not JSON. */
   body(): unknown;
 }
@@ -74,6 +81,7 @@ export async function fetchReport(
   }
   return {
     bytes: response.bytes,
+    text: response.text,
     body: () => {
       try {
         return response.parse();
@@ -89,9 +97,52 @@ export async function fetchReport(
   };
 }
 
+/** A report answer read: its status as sent, and the page it is when it is DONE (null otherwise). */
+export interface ReportAnswer {
+  readonly status: unknown;
+  readonly page: ReportPage | null;
+}
+
+/**
+ * Reads a downloaded report answer, in one pass from its text where it can be (page-decoder.ts) and else the full
+ * way: parsed, checked (toReportPage) and mapped. It is a page when its status is DONE, or, unless
+ * `statusRequired`, when it has no status as a string at all (a page read with a token need not repeat it).
+ */
+export function readAnswer(
+  fetched: FetchedReport,
+  at: { readonly reportId: string; readonly index: number; readonly token: string | null },
+  mapping: PostMapping,
+  statusRequired: boolean,
+): ReportAnswer {
+  const { reportId, index, token } = at;
+  const isPage = (status: unknown) => status === DONE || (!statusRequired && typeof status !== 'string');
+  const decoded = decodePage(fetched.text, { ...mapping, page: index });
+  if (decoded !== null && isPage(decoded.status)) {
+    checkNext(decoded.nextPage, token, reportId, index);
+    const page = { index, token, nextPage: decoded.nextPage, posts: decoded.posts, bytes: fetched.bytes };
+    return { status: decoded.status, page };
+  }
+  const body = fetched.body();
+  const status = isRecord(body) ? body.status : undefined;
+  if (!isPage(status)) return { status, page: null };
+  return { status, page: toReportPage(body, reportId, index, token, fetched.bytes, mapping) };
+}
+
+const DONE = 'DONE';
+
+function checkNext(next: string | null, token: string | null, reportId: string, index: number): void {
+  if (next !== null && next === token) {
+    throw new DataError(
+      'PAGE_MALFORMED',
+      `report ${reportId}, page ${index}: next_page repeats the token of this page (${next})`,
+    );
+  }
+}
+
 /**
  * Checks the shape of a DONE report response and returns it as a page: `data` an array of at most 1,000
- * objects, `response_metadata[0].next_page` a string or null. DataError('PAGE_MALFORMED') names report and page.
+ * objects, `response_metadata[0].next_page` a string or null, its records mapped (record-mapping.ts).
+ * DataError('PAGE_MALFORMED') names report and page.
  */
 export function toReportPage(
   body: unknown,
@@ -99,6 +150,7 @@ export function toReportPage(
   index: number,
   token: string | null,
   bytes: number,
+  mapping: PostMapping,
 ): ReportPage {
   const fail = (why: string) => new DataError('PAGE_MALFORMED', `report ${reportId}, page ${index}: ${why}`);
   if (!isRecord(body)) throw fail(`the response is ${kind(body)}, not an object`);
@@ -118,8 +170,9 @@ export function toReportPage(
   if (next !== null && (typeof next !== 'string' || next === '')) {
     throw fail(`response_metadata[0].next_page is ${kind(next)}, not a page token or null`);
   }
-  if (next !== null && next === token) throw fail(`next_page repeats the token of this page (${next})`);
-  return { index, token, nextPage: next, records: data as Record<string, unknown>[], bytes };
+  checkNext(next, token, reportId, index);
+  const posts = mapRecords(data as Record<string, unknown>[], { ...mapping, page: index });
+  return { index, token, nextPage: next, posts, bytes };
 }
 
 /**
@@ -131,7 +184,7 @@ export function toReportPage(
 export async function* readPages(
   client: ApiClient,
   reportId: string,
-  options: ReadPagesOptions = {},
+  options: ReadPagesOptions,
 ): AsyncGenerator<ReportPage> {
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
@@ -139,14 +192,14 @@ export async function* readPages(
     const what = `page ${index}`;
     const fetched = await fetchReport(client, reportId, what, { token, signal });
     return () => {
-      const body = fetched.body();
-      if (isRecord(body) && typeof body.status === 'string' && body.status !== 'DONE') {
+      const answer = readAnswer(fetched, { reportId, index, token }, options.mapping, false);
+      if (answer.page === null) {
         throw new DataError(
           'PAGE_MALFORMED',
-          `report ${reportId}, ${what}: status "${body.status}", not DONE`,
+          `report ${reportId}, ${what}: status "${answer.status}", not DONE`,
         );
       }
-      return toReportPage(body, reportId, index, token, fetched.bytes);
+      return answer.page;
     };
   };
   let pending: Promise<() => ReportPage> | null = null;

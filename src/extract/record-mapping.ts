@@ -92,7 +92,7 @@ function invalidId(value: unknown, at: () => string, why: string): DataError {
 }
 
 /** The id as canonical decimal digits: no leading zeros, no "-0", within signed 64-bit. */
-function canonicalId(value: unknown, at: () => string): string {
+export function canonicalId(value: unknown, at: () => string): string {
   if (typeof value === 'number') {
     if (Number.isSafeInteger(value)) return value === 0 ? '0' : String(value);
     throw invalidId(

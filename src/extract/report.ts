@@ -5,7 +5,7 @@ import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError } from '../errors.js';
 import { type Filters, filtersToRequest } from '../model/filters.js';
 import { isRecord, kind } from './json-shape.js';
-import { fetchReport, type ReportPage, reportIdText, toReportPage } from './pager.js';
+import { fetchReport, type PostMapping, type ReportPage, readAnswer, reportIdText } from './pager.js';
 
 /** The report creation answer: its id (stored so that a restart resumes polling) and first status. */
 export interface CreatedReport {
@@ -14,7 +14,6 @@ export interface CreatedReport {
 }
 
 const REPORTS_PATH = 'reports/posts';
-const DONE = 'DONE';
 
 /**
  * Statuses that mean the report will never be DONE. The service documents only IN_PROGRESS and DONE; these are
@@ -113,6 +112,7 @@ export async function waitForReport(
   client: ApiClient,
   reportId: string,
   poll: ApiConfig['poll'],
+  mapping: PostMapping,
   options: WaitOptions = {},
 ): Promise<ReportPage> {
   const { signal } = options;
@@ -122,15 +122,14 @@ export async function waitForReport(
     polls += 1;
     // The status poll is the request for page 1: once the report is DONE, its answer is that page.
     const fetched = await fetchReport(client, reportId, 'page 1 (the status poll)', signal ? { signal } : {});
-    const body = fetched.body();
-    const status = isRecord(body) ? body.status : undefined;
+    const { status, page } = readAnswer(fetched, { reportId, index: 1, token: null }, mapping, true);
     if (typeof status !== 'string') {
       throw new DataError(
         'PAGE_MALFORMED',
         `report ${reportId}: the status is ${kind(status)}, not a string`,
       );
     }
-    if (status === DONE) return toReportPage(body, reportId, 1, null, fetched.bytes);
+    if (page !== null) return page;
     if (isFailureStatus(status)) {
       throw new ApiError('REPORT_FAILED', `report ${reportId} ended with status ${status}`);
     }

@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs, isRetryable } from '../api/retry-policy.js';
 import { EtlError, isConnectionLoss, oneLine } from '../errors.js';
-import { type ReportPage, readPages } from '../extract/pager.js';
-import { mapRecords } from '../extract/record-mapping.js';
+import { type PostMapping, type ReportPage, readPages } from '../extract/pager.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import { waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
@@ -140,9 +139,10 @@ export class WindowStager {
       this.#run.counters.reportCreated();
       const report = await attempt.received(created.id);
       log.info({ reportId: report.reportId, madeAt: report.madeAt, reused: !report.first }, 'report created');
-      const first = await this.#waitFor(report.reportId, watchdog);
+      const mapping = this.#mapping(window);
+      const first = await this.#waitFor(report.reportId, mapping, watchdog);
       await loader.openWindow(window, report.reportId, watchdog.signal);
-      const pages = readPages(api, report.reportId, { first, signal: watchdog.signal });
+      const pages = readPages(api, report.reportId, { mapping, first, signal: watchdog.signal });
       return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
       await attempt.reportEnded(error);
@@ -159,26 +159,38 @@ export class WindowStager {
   async #resume(window: Window, reportId: string, watchdog: Watchdog, log: Logger): Promise<Staged> {
     const { api, loader } = this.#run;
     const signal = watchdog.signal;
+    const mapping = this.#mapping(window);
     const progress = await loader.openWindow(window, reportId, signal);
     if (progress.pagesStaged > 0) {
       log.info({ reportId, pagesStaged: progress.pagesStaged }, 'resuming a staged window');
       // Every page was staged before: nothing is fetched now, and a run counts only what it fetched.
       if (progress.nextPage === null) return { posts: 0, pages: 0 };
       const rest = readPages(api, reportId, {
+        mapping,
         startToken: progress.nextPage,
         startIndex: progress.pagesStaged,
         signal,
       });
       return await this.#stagePages(window, reportId, rest, watchdog, log);
     }
-    const first = await this.#waitFor(reportId, watchdog);
-    const pages = readPages(api, reportId, { first, signal });
+    const first = await this.#waitFor(reportId, mapping, watchdog);
+    const pages = readPages(api, reportId, { mapping, first, signal });
     return await this.#stagePages(window, reportId, pages, watchdog, log);
   }
 
-  #waitFor(reportId: string, watchdog: Watchdog): Promise<ReportPage> {
+  /** How the window's records become posts: the id field, the window and the run's field selection. */
+  #mapping(window: Window): PostMapping {
+    const { config } = this.#run;
+    return {
+      postIdField: config.api.postIdField,
+      window,
+      keep: fieldFilter(config.run.fields ?? ALL_FIELDS),
+    };
+  }
+
+  #waitFor(reportId: string, mapping: PostMapping, watchdog: Watchdog): Promise<ReportPage> {
     watchdog.waitingFor(`report ${reportId} to be DONE`);
-    return waitForReport(this.#run.api, reportId, this.#run.config.api.poll, {
+    return waitForReport(this.#run.api, reportId, this.#run.config.api.poll, mapping, {
       signal: watchdog.signal,
       onPoll: () => watchdog.progress(),
     });
@@ -191,9 +203,7 @@ export class WindowStager {
     watchdog: Watchdog,
     log: Logger,
   ): Promise<Staged> {
-    const { config, loader, counters, onProgress } = this.#run;
-    const postIdField = config.api.postIdField;
-    const keep = fieldFilter(config.run.fields ?? ALL_FIELDS);
+    const { loader, counters, onProgress } = this.#run;
     const staged: Staged = { posts: 0, pages: 0 };
     watchdog.waitingFor(`a page of report ${reportId}`);
     // A page is encoded while the one before it is written: on two cores the encoding overlaps the database.
@@ -202,7 +212,7 @@ export class WindowStager {
     let registry: Registry | undefined;
     try {
       for await (const page of pages) {
-        const mapped = mapRecords(page.records, { postIdField, window, page: page.index, keep });
+        const mapped = page.posts;
         // The pager counts pages from 1, as messages do; the stage counts from 0.
         const prepared = await loader.preparePage(
           window,

@@ -2,9 +2,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ApiError, ConfigError, DataError } from '../../../src/errors.js';
 import { fetchDimensions, validateFilters } from '../../../src/extract/dimensions.js';
 import { readPages, reportPath, toReportPage } from '../../../src/extract/pager.js';
-import { mapRecords } from '../../../src/extract/record-mapping.js';
 import { createReport, waitForReport } from '../../../src/extract/report.js';
-import { ExactNumber } from '../../../src/model/post-record.js';
 import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { clientFor, failure } from './harness.js';
 
@@ -13,11 +11,7 @@ const sim: RunningSimulator = await startSimulator({ seed: 11, postsPerDay: 500 
 afterAll(() => sim.close());
 
 const BIG = { start: '2026-02-01', end: '2026-02-20' };
-const context = (window: { start: string; end: string }, page: number) => ({
-  postIdField: 'platform_post_id',
-  window,
-  page,
-});
+const mapping = (window: { start: string; end: string }) => ({ postIdField: 'platform_post_id', window });
 
 describe('reports and pages against the simulator', () => {
   beforeEach(() =>
@@ -27,13 +21,13 @@ describe('reports and pages against the simulator', () => {
   it('streams a report of 10,000 posts page by page, ids exact', async () => {
     const { client, config } = clientFor(sim);
     const { id } = await createReport(client, BIG, {});
-    const first = await waitForReport(client, id, config.poll);
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
     const ids: string[] = [];
     const sizes: number[] = [];
-    for await (const page of readPages(client, id, { first })) {
-      sizes.push(page.records.length);
+    for await (const page of readPages(client, id, { mapping: mapping(BIG), first })) {
+      sizes.push(page.posts.length);
       expect(page.index).toBe(sizes.length);
-      for (const post of mapRecords(page.records, context(BIG, page.index))) ids.push(post.id);
+      for (const post of page.posts) ids.push(post.id);
     }
     expect(sizes).toEqual(Array.from({ length: 10 }, () => 1000));
     const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
@@ -45,9 +39,9 @@ describe('reports and pages against the simulator', () => {
   it('stops early, aborts the prefetch, and leaves the client usable', async () => {
     const { client, config } = clientFor(sim);
     const { id } = await createReport(client, BIG, {});
-    const first = await waitForReport(client, id, config.poll);
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
     const before = sim.stats().byRoute['GET /reports/posts/{id}'] ?? 0;
-    for await (const page of readPages(client, id, { first })) {
+    for await (const page of readPages(client, id, { mapping: mapping(BIG), first })) {
       expect(page.index).toBe(1);
       break;
     }
@@ -59,13 +53,17 @@ describe('reports and pages against the simulator', () => {
   it('resumes from a stored next_page token', async () => {
     const { client, config } = clientFor(sim);
     const { id } = await createReport(client, BIG, {});
-    const first = await waitForReport(client, id, config.poll);
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
     const token = first.nextPage ?? '';
     const indexes: number[] = [];
     const ids: string[] = [];
-    for await (const page of readPages(client, id, { startToken: token, startIndex: 1 })) {
+    for await (const page of readPages(client, id, {
+      mapping: mapping(BIG),
+      startToken: token,
+      startIndex: 1,
+    })) {
       indexes.push(page.index);
-      for (const post of mapRecords(page.records, context(BIG, page.index))) ids.push(post.id);
+      for (const post of page.posts) ids.push(post.id);
     }
     expect(indexes).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Exactly the records after the first page, in the reference's order.
@@ -77,7 +75,7 @@ describe('reports and pages against the simulator', () => {
     const { client, config } = clientFor(sim);
     sim.setFaults({ failReportStartDates: ['2025-05-05'] });
     const { id } = await createReport(client, { start: '2025-05-05', end: '2025-05-06' }, {});
-    const error = (await failure(() => waitForReport(client, id, config.poll))) as ApiError;
+    const error = (await failure(() => waitForReport(client, id, config.poll, mapping(BIG)))) as ApiError;
     expect(error.code).toBe('REPORT_FAILED');
     expect(error.message).toBe(`report ${id} ended with status FAILED`);
   });
@@ -91,7 +89,7 @@ describe('reports and pages against the simulator', () => {
       const { id } = await createReport(client, { start: '2026-01-01', end: '2026-01-01' }, {});
       const polls: string[] = [];
       const error = (await failure(() =>
-        waitForReport(client, id, config.poll, { onPoll: (status) => void polls.push(status) }),
+        waitForReport(client, id, config.poll, mapping(BIG), { onPoll: (status) => void polls.push(status) }),
       )) as ApiError;
       expect(error.code).toBe('REPORT_DEADLINE');
       expect(error.message).toMatch(
@@ -128,7 +126,7 @@ describe('reports and pages against the simulator', () => {
     const { id } = await createReport(client, { start: '2026-03-01', end: '2026-03-03' }, {});
     sim.setFaults({ reportTtlMs: 60_000 });
     sim.advanceTime(120_000);
-    const error = (await failure(() => waitForReport(client, id, config.poll))) as ApiError;
+    const error = (await failure(() => waitForReport(client, id, config.poll, mapping(BIG)))) as ApiError;
     expect(error.code).toBe('REPORT_GONE');
     expect(error.status).toBe(404);
     expect(error.message).toContain(`report ${id} is gone (404`);
@@ -137,11 +135,11 @@ describe('reports and pages against the simulator', () => {
   it('reports an expired page token as REPORT_GONE', async () => {
     const { client, config } = clientFor(sim);
     const { id } = await createReport(client, BIG, {});
-    const first = await waitForReport(client, id, config.poll);
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
     sim.setFaults({ pageTokenTtlMs: 1000 });
     sim.advanceTime(5000);
     const error = (await failure(async () => {
-      for await (const _ of readPages(client, id, { first })) {
+      for await (const _ of readPages(client, id, { mapping: mapping(BIG), first })) {
         // consume
       }
     })) as ApiError;
@@ -161,10 +159,10 @@ describe('reports and pages against the simulator', () => {
     const { client, config } = clientFor(sim);
     const window = { start: '2026-04-01', end: '2026-04-04' };
     const { id } = await createReport(client, window, {});
-    const first = await waitForReport(client, id, config.poll);
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
     sim.setFaults({ corruptPages: { kind, share: 1 } });
     const error = (await failure(async () => {
-      for await (const _ of readPages(client, id, { first })) {
+      for await (const _ of readPages(client, id, { mapping: mapping(BIG), first })) {
         // consume
       }
     })) as DataError;
@@ -178,12 +176,12 @@ describe('reports and pages against the simulator', () => {
   it('downloads a page without parsing it: the body is parsed, exactly, only when asked', async () => {
     const { client, config } = clientFor(sim);
     const { id } = await createReport(client, BIG, {});
-    const first = await waitForReport(client, id, config.poll);
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
     const query = { page: first.nextPage! };
     const good = await client.getDeferredJson(reportPath(id), { query });
-    const page = toReportPage(good.parse(), id, 2, query.page, good.bytes);
-    expect(page.records).toHaveLength(1000);
-    expect(page.records.every((r) => r.platform_post_id instanceof ExactNumber)).toBe(true);
+    const page = toReportPage(good.parse(), id, 2, query.page, good.bytes, mapping(BIG));
+    const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
+    expect(page.posts.map((post) => post.id)).toEqual(reference.slice(1000, 2000));
     sim.setFaults({ corruptPages: { kind: 'truncated-json', share: 1 } });
     const bad = await client.getDeferredJson(reportPath(id), { query });
     expect(bad.bytes).toBeGreaterThan(0);
@@ -201,8 +199,7 @@ describe('reports and pages against the simulator', () => {
     const window = { start: '2026-04-01', end: '2026-04-04' };
     sim.setFaults({ corruptPages: { kind, share: 1 } });
     const { id } = await createReport(client, window, {});
-    const first = await waitForReport(client, id, config.poll);
-    const error = await failure(async () => mapRecords(first.records, context(window, first.index)));
+    const error = await failure(async () => waitForReport(client, id, config.poll, mapping(window)));
     expect((error as DataError).code).toBe('RECORD_INVALID');
     expect(error.message).toBe(`record 1 of page 1 of window 2026-04-01..2026-04-04: ${why}`);
   });

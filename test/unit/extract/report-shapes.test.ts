@@ -79,13 +79,14 @@ describe('validateFilters', () => {
 });
 
 describe('toReportPage', () => {
-  const ok = { id: 'r', status: 'DONE', data: [{ a: 1 }], response_metadata: [{ next_page: 'g' }] };
-  it('returns the records and the next token', () => {
-    expect(toReportPage(ok, 'r', 3, 'f', 10)).toEqual({
+  const ok = { id: 'r', status: 'DONE', data: [{ id: 7, a: 1 }], response_metadata: [{ next_page: 'g' }] };
+  const mapping = { postIdField: 'id', window: { start: '2026-11-01', end: '2026-11-02' } };
+  it('returns the posts mapped and the next token', () => {
+    expect(toReportPage(ok, 'r', 3, 'f', 10, mapping)).toEqual({
       index: 3,
       token: 'f',
       nextPage: 'g',
-      records: [{ a: 1 }],
+      posts: [{ id: '7', fields: Object.assign(Object.create(null), { a: 1 }), segments: [] }],
       bytes: 10,
     });
   });
@@ -97,6 +98,6 @@ describe('toReportPage', () => {
     [{ ...ok, response_metadata: [{ next_page: 5 }] }, 'response_metadata[0].next_page is a number'],
     [{ ...ok, response_metadata: [{ next_page: 'f' }] }, 'next_page repeats the token'],
   ])('refuses a malformed page naming report and page (%#)', (body, why) => {
-    expect(() => toReportPage(body, 'r', 3, 'f', 10)).toThrow(`report r, page 3: ${why}`);
+    expect(() => toReportPage(body, 'r', 3, 'f', 10, mapping)).toThrow(`report r, page 3: ${why}`);
   });
 });
