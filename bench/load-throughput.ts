@@ -244,9 +244,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
   const connectorsRun = context.connectors;
   const narrow = workload === 'narrow';
   try {
-    context.log(
-      `load ${workload}: warming up each connector (${bigSize} and ${smallSize} posts)`,
-    );
+    context.log(`load ${workload}: warming up each connector (${bigSize} and ${smallSize} posts)`);
     const warm = 'bench_warm';
     let warmBig: Run | undefined;
     const profiles: ProfileSummary[] = [];
