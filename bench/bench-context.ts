@@ -16,6 +16,8 @@ export interface BenchContext {
    * within each repetition): run-bench runs such a figure once per connector.
    */
   readonly connector: Connector;
+  /** Where CPU profiles are kept (--profiles), for a closer look than the summary; undefined: not kept. */
+  readonly profileDir?: string;
   /** Progress lines on stderr. */
   readonly log: (line: string) => void;
 }

@@ -5,7 +5,7 @@
  * (wide-server.ts). Each figure is measured for every build and node binary asked for, with the connector's CPU
  * time beside its wall time.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -171,8 +171,9 @@ async function floorCopy(context: BenchContext, source: string, rows: FloorRows)
 async function profileRun(
   context: BenchContext,
   connector: Connector,
+  workload: Workload,
   baseUrl: string,
-  schema = 'bench_profile',
+  schema: string,
   keep = false,
 ): Promise<{ run: Run; profile: ProfileSummary }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
@@ -183,6 +184,11 @@ async function profileRun(
     ]);
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (file === undefined) throw new Error('node --cpu-prof wrote no profile');
+    if (context.profileDir !== undefined) {
+      mkdirSync(context.profileDir, { recursive: true });
+      const name = `${workload}-node${connector.nodeVersion}-${connector.build || 'build'}.cpuprofile`;
+      copyFileSync(join(dir, file), join(context.profileDir, name));
+    }
     return {
       run,
       profile: summarizeProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile),
@@ -256,7 +262,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
       } else {
         // The wide server needs no warming: each connector's first run is its profile run, a long one spared.
         context.log(`load ${workload}: CPU profile run, ${connectorLabel(connector)}`);
-        const profiled = await profileRun(context, connector, big.baseUrl, schema, true);
+        const profiled = await profileRun(context, connector, workload, big.baseUrl, schema, true);
         run = profiled.run;
         profiles.push(profiled.profile);
       }
@@ -321,7 +327,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
     if (narrow) {
       for (const connector of connectorsRun) {
         context.log(`load ${workload}: CPU profile run, ${connectorLabel(connector)}`);
-        profiles.push((await profileRun(context, connector, big.baseUrl)).profile);
+        profiles.push((await profileRun(context, connector, workload, big.baseUrl, 'bench_profile')).profile);
       }
     }
     await dropSchema(context, warm);

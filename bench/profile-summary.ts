@@ -3,7 +3,8 @@
  * for choosing the next optimization. Each sample is charged to the nearest frame, from the leaf up, that belongs
  * to a known step: native JSON.parse called by parseExactJson counts as parsing, a pg driver frame called by
  * the loader counts as the driver. Parsing is split in two: pages parsed whole by lossless-json (the exact
- * parser's fallback) and the rest (the scan, native JSON.parse and the walk that revives exact numbers).
+ * parser's fallback) and the rest (the scan, native JSON.parse and the walk that revives exact numbers); writing
+ * nested values back to JSON text, which lives beside the parser, is a step of its own.
  */
 
 interface CallFrame {
@@ -41,8 +42,15 @@ const STEPS: readonly { step: string; test: (frame: CallFrame) => boolean }[] = 
   {
     step: 'parse (exact JSON): lossless-json, whole pages',
     test: (f) =>
-      f.url.includes('/lossless-json/') ||
+      (f.url.includes('/lossless-json/') && !f.url.endsWith('/stringify.js')) ||
       (f.url.endsWith('/api/exact-json.js') && /^(parseLosslessly|parseNumberExactly)$/.test(f.functionName)),
+  },
+  // Writing nested values back to JSON text lives in exact-json.js too, but is no parse.
+  {
+    step: 'nested documents (exact JSON text)',
+    test: (f) =>
+      f.url.endsWith('/lossless-json/lib/esm/stringify.js') ||
+      (f.url.endsWith('/api/exact-json.js') && /^(stringifyExactJson|stringifyParsed)$/.test(f.functionName)),
   },
   { step: 'parse (exact JSON)', test: (f) => f.url.endsWith('/api/exact-json.js') },
   { step: 'map (records → rows)', test: (f) => f.url.includes('/extract/record-mapping.js') },

@@ -10,7 +10,8 @@
  * `--cli PATH[,PATH…]` (another build's dist/src/cli/main.js) and `--node PATH[,PATH…]` (node binaries) choose
  * what runs the connector children: every figure that runs the CLI is measured for each build on each node
  * binary, and the table and results.json say which; servers, floors and references stay on the bench's own
- * build and node. The connector's CPU time (user + system) is recorded beside its wall time.
+ * build and node. The connector's CPU time (user + system) is recorded beside its wall time. `--profiles DIR`
+ * keeps the load figure's CPU profiles (.cpuprofile, for Chrome's DevTools) beside their summaries.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -273,6 +274,7 @@ async function main(): Promise<void> {
       cli: { type: 'string' },
       node: { type: 'string' },
       workloads: { type: 'string' },
+      profiles: { type: 'string' },
     },
   });
   const smoke = values.smoke === true;
@@ -306,6 +308,7 @@ async function main(): Promise<void> {
     repetitions: Number(values.repetitions ?? (smoke ? 1 : 3)),
     connectors: runOn,
     connector: runOn[0]!,
+    ...(values.profiles === undefined ? {} : { profileDir: values.profiles }),
     log: (line) => process.stderr.write(`bench: ${line}\n`),
   };
   context.log(`${smoke ? 'smoke run' : 'full run'} on ${machine}, database ${name}`);
