@@ -39,17 +39,18 @@ const STEPS: readonly { step: string; test: (frame: CallFrame) => boolean }[] = 
   { step: 'idle: waiting for PostgreSQL or the API', test: (f) => f.functionName === '(idle)' },
   { step: 'garbage collection', test: (f) => f.functionName === '(garbage collector)' },
   // Before exact JSON: the whole-page fallback is the parse's slow path, and is told apart from the fast one.
+  // lossless-json's helpers (utils.js, numbers) serve both its parse and its stringify: their callers decide.
   {
     step: 'parse (exact JSON): lossless-json, whole pages',
     test: (f) =>
-      (f.url.includes('/lossless-json/') && !f.url.endsWith('/stringify.js')) ||
+      /\/lossless-json\/lib\/[^/]+\/parse\.js$/.test(f.url) ||
       (f.url.endsWith('/api/exact-json.js') && /^(parseLosslessly|parseNumberExactly)$/.test(f.functionName)),
   },
   // Writing nested values back to JSON text lives in exact-json.js too, but is no parse.
   {
     step: 'nested documents (exact JSON text)',
     test: (f) =>
-      f.url.endsWith('/lossless-json/lib/esm/stringify.js') ||
+      /\/lossless-json\/lib\/[^/]+\/stringify\.js$/.test(f.url) ||
       (f.url.endsWith('/api/exact-json.js') && /^(stringifyExactJson|stringifyParsed)$/.test(f.functionName)),
   },
   { step: 'parse (exact JSON)', test: (f) => f.url.endsWith('/api/exact-json.js') },
