@@ -223,13 +223,9 @@ async function startServers(context: BenchContext, workload: Workload): Promise<
 
 const WIDE_SEED = 1;
 
-function per<T>(values: readonly T[], i: number): T {
-  return values[i % values.length]!;
-}
-
 /** The connectors in the order of repetition `rep`: rotated, so that none is always first after the floor. */
 function rotated<T>(items: readonly T[], rep: number): T[] {
-  return items.map((_, i) => per(items, i + rep));
+  return items.map((_, i) => items[(i + rep) % items.length]!);
 }
 
 function cpuSummary(big: readonly (number | null)[], small: readonly (number | null)[]): LoadResult['cpu'] {
@@ -241,8 +237,9 @@ function cpuSummary(big: readonly (number | null)[], small: readonly (number | n
 
 /**
  * One workload for every connector: each warmed once (the replay proxy caches what each build asks for), then
- * per repetition every connector in turn (rotated) and the floor, so that old and new builds and node versions
- * meet the same moments of a noisy machine; then a CPU profile of each.
+ * per repetition every connector in turn (rotated) and the floor, so that a drift in whatever else runs meanwhile
+ * falls on every build and node version alike; then a CPU profile of each (for the wide workload, taken by the
+ * warm-up run).
  */
 async function benchWorkload(context: BenchContext, workload: Workload): Promise<LoadResult[]> {
   const { big: bigSize, small: smallSize } = sizes(context, workload);
