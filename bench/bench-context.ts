@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Connector } from './child.js';
 
 /** What every benchmark needs: where to load, and how big and how often. */
 export interface BenchContext {
@@ -8,6 +9,15 @@ export interface BenchContext {
   readonly pool: pg.Pool;
   readonly smoke: boolean;
   readonly repetitions: number;
+  /** What runs the connector children: a build of the CLI on a node binary, each measured (--cli, --node). */
+  readonly connectors: readonly Connector[];
+  /**
+   * The one of them a figure measured one connector at a time runs (all but the load figure, which takes turns
+   * within each repetition): run-bench runs such a figure once per connector.
+   */
+  readonly connector: Connector;
+  /** Where CPU profiles are kept (--profiles), for a closer look than the summary; undefined: not kept. */
+  readonly profileDir?: string;
   /** Progress lines on stderr. */
   readonly log: (line: string) => void;
 }

@@ -1,10 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The built CLI and the bench's own scripts, next to this file in dist/. */
 export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 export const REPLAY_SERVER = fileURLToPath(new URL('./replay-server.js', import.meta.url));
+export const WIDE_SERVER = fileURLToPath(new URL('./wide-server.js', import.meta.url));
+const RUSAGE_PRELOAD = new URL('./rusage-preload.js', import.meta.url).href;
 
 export interface ChildResult {
   readonly code: number | null;
@@ -36,9 +40,10 @@ export function runNode(
   env: Record<string, string>,
   nodeFlags: readonly string[] = [],
   onStderr?: (chunk: string) => void,
+  node: string = process.execPath,
 ): Promise<ChildResult> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeFlags, ...args], {
+  const child = spawn(node, [...nodeFlags, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -79,6 +84,8 @@ export function runNode(
 
 export interface ServerChild {
   readonly baseUrl: string;
+  /** The whole first line the server printed (baseUrl and whatever else it tells). */
+  readonly ready: Readonly<Record<string, unknown>>;
   stop(): Promise<void>;
 }
 
@@ -101,9 +108,10 @@ export function startServer(args: readonly string[]): Promise<ServerChild> {
       if (newline === -1) return;
       child.stdout?.off('data', onData);
       try {
-        const { baseUrl } = JSON.parse(buffered.slice(0, newline)) as { baseUrl: string };
+        const ready = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown> & { baseUrl: string };
         resolve({
-          baseUrl,
+          baseUrl: ready.baseUrl,
+          ready,
           stop: async () => {
             child.kill('SIGTERM');
             await closed;
@@ -148,4 +156,114 @@ export function startSimulatorChild(options: {
 /** A caching replay proxy in front of an in-process simulator (see replay-server.ts). */
 export function startReplayChild(postsPerDay: number): Promise<ServerChild> {
   return startServer([REPLAY_SERVER, '--posts-per-day', String(postsPerDay)]);
+}
+
+/** A page server of the wide workload (see wide-server.ts): every page made before it answers. */
+export function startWideChild(options: {
+  posts: number;
+  seed: number;
+  keys: 'escaped' | 'plain';
+}): Promise<ServerChild> {
+  return startServer([
+    WIDE_SERVER,
+    '--posts',
+    String(options.posts),
+    '--seed',
+    String(options.seed),
+    '--keys',
+    options.keys,
+  ]);
+}
+
+/** What runs the connector children of a figure: a node binary and a build of the CLI. */
+export interface Connector {
+  /** The node binary. */
+  readonly node: string;
+  /** Its version (process.versions.node). */
+  readonly nodeVersion: string;
+  /** dist/src/cli/main.js of the build. */
+  readonly cli: string;
+  /** The build's commit (short hash, `+` when its sources have changes), or '' outside a git checkout. */
+  readonly build: string;
+}
+
+function buildOf(cli: string): string {
+  const dir = dirname(cli);
+  try {
+    const commit = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const changes = execFileSync('git', ['-C', dir, 'status', '--porcelain', '--', ':/src'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    return `${commit}${changes === '' ? '' : '+'}`;
+  } catch {
+    return '';
+  }
+}
+
+/** The connectors of every build and node binary given, builds outermost. */
+export function connectors(clis: readonly string[], nodes: readonly string[]): Connector[] {
+  const out: Connector[] = [];
+  for (const cliPath of clis) {
+    const cli = resolve(cliPath);
+    const build = buildOf(cli);
+    for (const node of nodes) {
+      const nodeVersion = execFileSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+      out.push({ node, nodeVersion, cli, build });
+    }
+  }
+  return out;
+}
+
+/** "Node 24.21.0, 3948b40": what a figure was measured on. */
+export function connectorLabel(connector: Connector): string {
+  return `Node ${connector.nodeVersion}${connector.build === '' ? '' : `, ${connector.build}`}`;
+}
+
+export interface CliResult extends ChildResult {
+  /** User plus system CPU time of the child, every thread; null when it died before reporting it. */
+  readonly cpuMs: number | null;
+  /** Its peak RSS as the kernel counted it (getrusage), bytes; null as cpuMs. */
+  readonly maxRssBytes: number | null;
+}
+
+let rusageDir: string | undefined;
+let rusageFiles = 0;
+
+/** Runs the connector's CLI with `args` on its node binary, and reads the CPU time it used. */
+export async function runCli(
+  connector: Connector,
+  args: readonly string[],
+  env: Record<string, string>,
+  nodeFlags: readonly string[] = [],
+  onStderr?: (chunk: string) => void,
+): Promise<CliResult> {
+  if (rusageDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-rusage-'));
+    rusageDir = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  rusageFiles += 1;
+  const file = join(rusageDir, `${rusageFiles}.json`);
+  const result = await runNode(
+    [connector.cli, ...args],
+    { ...env, BENCH_RUSAGE_FILE: file },
+    [`--import=${RUSAGE_PRELOAD}`, ...nodeFlags],
+    onStderr,
+    connector.node,
+  );
+  try {
+    const usage = JSON.parse(readFileSync(file, 'utf8')) as {
+      userUs: number;
+      systemUs: number;
+      maxRssKb: number;
+    };
+    rmSync(file, { force: true });
+    return { ...result, cpuMs: (usage.userUs + usage.systemUs) / 1000, maxRssBytes: usage.maxRssKb * 1024 };
+  } catch {
+    return { ...result, cpuMs: null, maxRssBytes: null };
+  }
 }

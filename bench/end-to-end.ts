@@ -7,10 +7,11 @@ import pg from 'pg';
 import type { Window } from '../src/model/window.js';
 import { cutWindows } from '../src/pipeline/windows.js';
 import { type BenchContext, cliEnv, TOKEN } from './bench-context.js';
-import { CLI, runNode, startSimulatorChild } from './child.js';
+import { type Connector, runCli, startSimulatorChild } from './child.js';
 import { median } from './stats.js';
 
 export interface EndToEndResult {
+  readonly connector: Connector;
   readonly from: string;
   readonly to: string;
   readonly windows: number;
@@ -69,22 +70,12 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
   const windows = cutWindows(from, to, 7);
   const simulator = { postsPerDay: 50, generationDelayMs, latencyMs };
   const samples: Record<string, number[]> = { ideal: [], connector: [] };
-  const connector = async (schema: string): Promise<number> => {
+  const runConnector = async (schema: string): Promise<number> => {
     const sim = await startSimulatorChild(simulator);
     try {
-      const result = await runNode(
-        [
-          CLI,
-          'backfill',
-          '--from',
-          from,
-          '--to',
-          to,
-          '--concurrency',
-          String(concurrency),
-          '--schema',
-          schema,
-        ],
+      const result = await runCli(
+        context.connector,
+        ['backfill', '--from', from, '--to', to, '--concurrency', String(concurrency), '--schema', schema],
         cliEnv(context, sim.baseUrl),
       );
       if (result.code !== 0) throw new Error(`backfill exited ${result.code}: ${result.stderr.slice(-2000)}`);
@@ -102,7 +93,7 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
     } finally {
       await sim.stop();
     }
-    const connectorMs = await connector(`bench_e2e_${rep}`);
+    const connectorMs = await runConnector(`bench_e2e_${rep}`);
     samples.ideal!.push(idealMs);
     samples.connector!.push(connectorMs);
     context.log(
@@ -111,6 +102,7 @@ export async function benchEndToEnd(context: BenchContext): Promise<EndToEndResu
   }
   const ratios = samples.connector!.map((c, i) => c / samples.ideal![i]!);
   return {
+    connector: context.connector,
     from,
     to,
     windows: windows.length,

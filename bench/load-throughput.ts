@@ -1,8 +1,11 @@
 /*
  * Figure 1: the connector's marginal time for a big window against the floor of the same work done the bare way.
- * Both read the same page bodies from a caching replay proxy (replay-server.ts), warmed once beforehand.
+ * Both read the same page bodies: the simulator's narrow records from a caching replay proxy (replay-server.ts),
+ * warmed once beforehand, and wide records (wide-records.ts) from a server that makes every page before it starts
+ * (wide-server.ts). Each figure is measured for every build and node binary asked for, with the connector's CPU
+ * time beside its wall time.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -10,14 +13,31 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { type BenchContext, cliEnv, TOKEN } from './bench-context.js';
-import { CLI, runNode, startReplayChild } from './child.js';
+import {
+  type Connector,
+  connectorLabel,
+  runCli,
+  type ServerChild,
+  startReplayChild,
+  startWideChild,
+} from './child.js';
 import { type CpuProfile, type ProfileSummary, summarizeProfile } from './profile-summary.js';
 import { median } from './stats.js';
 
 const DAY = '2025-03-12';
 const id = pg.escapeIdentifier;
 
+/** Which records a load measures: the simulator's (narrow), or wide ones (wide-records.ts). */
+export type Workload = 'narrow' | 'wide' | 'wide-plain';
+
+export const WORKLOADS: readonly Workload[] = ['narrow', 'wide', 'wide-plain'];
+/** wide-plain is the wide workload with no key written with an escape: a diagnosis, not a figure of its own. */
+export const DEFAULT_WORKLOADS: readonly Workload[] = ['narrow', 'wide'];
+
 export interface LoadResult {
+  readonly workload: Workload;
+  /** The build and node binary the connector ran on. */
+  readonly connector: Connector;
   readonly posts: number;
   readonly smallPosts: number;
   readonly connectorBigMs: number;
@@ -28,41 +48,41 @@ export interface LoadResult {
   readonly floorMs: number;
   readonly ratio: number;
   readonly postsPerSecond: number;
+  /** CPU time (user + system, every thread) of the connector child: medians of the big and small runs and of the
+   * marginal per repetition. Null when a child did not report it. */
+  readonly cpu: { readonly bigMs: number; readonly smallMs: number; readonly marginalMs: number } | null;
   /** The same with POST_REPORTS_HEAP_GROWTH_PERCENT=0 (V8's own heap growth): what the flat memory costs. */
-  readonly v8GrowthMarginalMs: number;
-  readonly v8GrowthRatio: number;
+  readonly v8GrowthMarginalMs?: number;
+  readonly v8GrowthRatio?: number;
+  /** The wide workload's pages as served: how many, their bytes, and how many hold a key written with an escape. */
+  readonly pages?: { readonly pages: number; readonly bytes: number; readonly withEscapedKeys: number };
   readonly profile: ProfileSummary;
   readonly samples: Record<string, number[]>;
 }
 
+interface Run {
+  readonly ms: number;
+  readonly cpuMs: number | null;
+  readonly posts: number;
+}
+
 async function runConnector(
   context: BenchContext,
+  connector: Connector,
   baseUrl: string,
   schema: string,
   nodeFlags: readonly string[] = [],
   env: Record<string, string> = {},
-): Promise<{ ms: number; posts: number }> {
-  const result = await runNode(
-    [
-      CLI,
-      'backfill',
-      '--from',
-      DAY,
-      '--to',
-      DAY,
-      '--window-days',
-      '1',
-      '--concurrency',
-      '1',
-      '--schema',
-      schema,
-    ],
+): Promise<Run> {
+  const result = await runCli(
+    connector,
+    ['backfill', '--from', DAY, '--to', DAY, '--window-days', '1', '--concurrency', '1', '--schema', schema],
     cliEnv(context, baseUrl, env),
     nodeFlags,
   );
   if (result.code !== 0)
     throw new Error(`connector run exited ${result.code}: ${result.stderr.slice(-2000)}`);
-  return { ms: result.wallMs, posts: Number(result.summary?.posts ?? 0) };
+  return { ms: result.wallMs, cpuMs: result.cpuMs, posts: Number(result.summary?.posts ?? 0) };
 }
 
 async function dropSchema(context: BenchContext, schema: string): Promise<void> {
@@ -147,85 +167,228 @@ async function floorCopy(context: BenchContext, source: string, rows: FloorRows)
   }
 }
 
-async function profileRun(context: BenchContext, baseUrl: string): Promise<ProfileSummary> {
+/** One run under node --cpu-prof into `schema` (dropped after unless `keep`), summarized. */
+async function profileRun(
+  context: BenchContext,
+  connector: Connector,
+  workload: Workload,
+  baseUrl: string,
+  schema: string,
+  keep = false,
+): Promise<{ run: Run; profile: ProfileSummary }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
   try {
-    await runConnector(context, baseUrl, 'bench_profile', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+    const run = await runConnector(context, connector, baseUrl, schema, [
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+    ]);
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (file === undefined) throw new Error('node --cpu-prof wrote no profile');
-    return summarizeProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
+    if (context.profileDir !== undefined) {
+      mkdirSync(context.profileDir, { recursive: true });
+      const name = `${workload}-node${connector.nodeVersion}-${connector.build || 'build'}.cpuprofile`;
+      copyFileSync(join(dir, file), join(context.profileDir, name));
+    }
+    return {
+      run,
+      profile: summarizeProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
-    await dropSchema(context, 'bench_profile');
+    if (!keep) await dropSchema(context, schema);
   }
 }
 
-export async function benchLoadThroughput(context: BenchContext): Promise<LoadResult> {
-  const bigSize = context.smoke ? 5_000 : 200_000;
-  const smallSize = context.smoke ? 200 : 1_000;
-  const big = await startReplayChild(bigSize);
-  const small = await startReplayChild(smallSize);
+interface Servers {
+  readonly big: ServerChild;
+  readonly small: ServerChild;
+}
+
+function sizes(context: BenchContext, workload: Workload): { big: number; small: number } {
+  if (workload === 'narrow')
+    return context.smoke ? { big: 5_000, small: 200 } : { big: 200_000, small: 1_000 };
+  return context.smoke ? { big: 1_500, small: 100 } : { big: 200_000, small: 1_000 };
+}
+
+async function startServers(context: BenchContext, workload: Workload): Promise<Servers> {
+  const { big, small } = sizes(context, workload);
+  if (workload === 'narrow')
+    return { big: await startReplayChild(big), small: await startReplayChild(small) };
+  const keys = workload === 'wide' ? 'escaped' : 'plain';
+  return {
+    big: await startWideChild({ posts: big, seed: WIDE_SEED, keys }),
+    small: await startWideChild({ posts: small, seed: WIDE_SEED, keys }),
+  };
+}
+
+const WIDE_SEED = 1;
+
+/** The connectors in the order of repetition `rep`: rotated, so that none is always first after the floor. */
+function rotated<T>(items: readonly T[], rep: number): T[] {
+  return items.map((_, i) => items[(i + rep) % items.length]!);
+}
+
+function cpuSummary(big: readonly (number | null)[], small: readonly (number | null)[]): LoadResult['cpu'] {
+  if (big.some((v) => v === null) || small.some((v) => v === null)) return null;
+  const b = big as number[];
+  const s = small as number[];
+  return { bigMs: median(b), smallMs: median(s), marginalMs: median(b.map((v, i) => v - s[i]!)) };
+}
+
+/**
+ * One workload for every connector: each warmed once (the replay proxy caches what each build asks for), then
+ * per repetition every connector in turn (rotated) and the floor, so that a drift in whatever else runs meanwhile
+ * falls on every build and node version alike; then a CPU profile of each (for the wide workload, taken by the
+ * warm-up run).
+ */
+async function benchWorkload(context: BenchContext, workload: Workload): Promise<LoadResult[]> {
+  const { big: bigSize, small: smallSize } = sizes(context, workload);
+  const { big, small } = await startServers(context, workload);
+  const connectorsRun = context.connectors;
+  const narrow = workload === 'narrow';
   try {
-    context.log(`load: warming the replay caches (${bigSize} and ${smallSize} posts)`);
+    context.log(`load ${workload}: warming up each connector (${bigSize} and ${smallSize} posts)`);
     const warm = 'bench_warm';
-    const warmBig = await runConnector(context, big.baseUrl, warm);
-    await runConnector(context, small.baseUrl, 'bench_warm_small');
-    await dropSchema(context, 'bench_warm_small');
+    let warmBig: Run | undefined;
+    const profiles: ProfileSummary[] = [];
+    for (const [i, connector] of connectorsRun.entries()) {
+      const schema = i === 0 ? warm : 'bench_warm_other';
+      let run: Run;
+      if (narrow) {
+        run = await runConnector(context, connector, big.baseUrl, schema);
+      } else {
+        // The wide server needs no warming: each connector's first run is its profile run, a long one spared.
+        context.log(`load ${workload}: CPU profile run, ${connectorLabel(connector)}`);
+        const profiled = await profileRun(context, connector, workload, big.baseUrl, schema, true);
+        run = profiled.run;
+        profiles.push(profiled.profile);
+      }
+      if (i === 0) warmBig = run;
+      else await dropSchema(context, schema);
+      if (run.posts !== bigSize)
+        throw new Error(`${connectorLabel(connector)} loaded ${run.posts} posts, not ${bigSize}`);
+      // The replay proxy must have seen what each build asks of the small report too.
+      if (narrow) {
+        await runConnector(context, connector, small.baseUrl, 'bench_warm_small');
+        await dropSchema(context, 'bench_warm_small');
+      }
+    }
     const found = await context.pool.query<{ report_id: string }>(
       `SELECT DISTINCT _report_id AS report_id FROM ${id(warm)}.posts`,
     );
     const reportId = found.rows[0]?.report_id;
     if (reportId === undefined) throw new Error('the warm-up loaded nothing');
     const rows = await encodedRows(context, warm);
-    const samples: Record<string, number[]> = { big: [], bigV8: [], small: [], fetchParse: [], copy: [] };
+    const samples = connectorsRun.map(() => ({
+      big: [] as number[],
+      bigV8: [] as number[],
+      small: [] as number[],
+      bigCpu: [] as (number | null)[],
+      smallCpu: [] as (number | null)[],
+    }));
+    const floorSamples = { fetchParse: [] as number[], copy: [] as number[] };
     for (let rep = 0; rep < context.repetitions; rep++) {
       const schema = `bench_load_${rep}`;
-      const b = await runConnector(context, big.baseUrl, schema);
-      await dropSchema(context, schema);
-      const v = await runConnector(context, big.baseUrl, schema, [], {
-        POST_REPORTS_HEAP_GROWTH_PERCENT: '0',
-      });
-      await dropSchema(context, schema);
-      const s = await runConnector(context, small.baseUrl, schema);
-      await dropSchema(context, schema);
+      for (const i of rotated([...connectorsRun.keys()], rep)) {
+        const connector = connectorsRun[i]!;
+        const own = samples[i]!;
+        const b = await runConnector(context, connector, big.baseUrl, schema);
+        await dropSchema(context, schema);
+        let v: Run | undefined;
+        if (narrow) {
+          v = await runConnector(context, connector, big.baseUrl, schema, [], {
+            POST_REPORTS_HEAP_GROWTH_PERCENT: '0',
+          });
+          await dropSchema(context, schema);
+          own.bigV8.push(v.ms);
+        }
+        const s = await runConnector(context, connector, small.baseUrl, schema);
+        await dropSchema(context, schema);
+        own.big.push(b.ms);
+        own.small.push(s.ms);
+        own.bigCpu.push(b.cpuMs);
+        own.smallCpu.push(s.cpuMs);
+        const cpu = (r: Run) => (r.cpuMs === null ? '' : `, CPU ${Math.round(r.cpuMs)} ms`);
+        context.log(
+          `load ${workload} rep ${rep + 1} ${connectorLabel(connector)}: connector ${Math.round(b.ms)} ms${cpu(b)} (${b.posts} posts${v ? `; ${Math.round(v.ms)} ms with V8's heap growth` : ''}) / ${Math.round(s.ms)} ms${cpu(s)} (${s.posts})`,
+        );
+      }
       const fp = await fetchAndParse(big.baseUrl, reportId);
       const cp = await floorCopy(context, warm, rows);
-      samples.big!.push(b.ms);
-      samples.bigV8!.push(v.ms);
-      samples.small!.push(s.ms);
-      samples.fetchParse!.push(fp);
-      samples.copy!.push(cp);
+      floorSamples.fetchParse.push(fp);
+      floorSamples.copy.push(cp);
       context.log(
-        `load rep ${rep + 1}: connector ${Math.round(b.ms)} ms (${b.posts} posts; ${Math.round(v.ms)} ms with V8's heap growth) / ${Math.round(s.ms)} ms (${s.posts}); floor fetch+parse ${Math.round(fp)} ms + COPY ${Math.round(cp)} ms`,
+        `load ${workload} rep ${rep + 1}: floor fetch+parse ${Math.round(fp)} ms + COPY ${Math.round(cp)} ms`,
       );
     }
-    context.log('load: CPU profile run');
-    const profile = await profileRun(context, big.baseUrl);
+    if (narrow) {
+      for (const connector of connectorsRun) {
+        context.log(`load ${workload}: CPU profile run, ${connectorLabel(connector)}`);
+        profiles.push((await profileRun(context, connector, workload, big.baseUrl, 'bench_profile')).profile);
+      }
+    }
     await dropSchema(context, warm);
-    // Marginal per repetition, then the median, so that a noisy repetition does not mix into another.
-    const marginal = samples.big!.map((b, i) => b - samples.small![i]!);
-    const floors = samples.fetchParse!.map((f, i) => f + samples.copy![i]!);
-    const marginalV8 = samples.bigV8!.map((b, i) => b - samples.small![i]!);
-    const connectorMarginalMs = median(marginal);
+    const floors = floorSamples.fetchParse.map((f, i) => f + floorSamples.copy[i]!);
     const floorMs = median(floors);
-    return {
-      posts: warmBig.posts,
-      smallPosts: smallSize,
-      connectorBigMs: median(samples.big!),
-      connectorSmallMs: median(samples.small!),
-      connectorMarginalMs,
-      floorFetchParseMs: median(samples.fetchParse!),
-      floorCopyMs: median(samples.copy!),
-      floorMs,
-      ratio: median(marginal.map((m, i) => m / floors[i]!)),
-      postsPerSecond: (warmBig.posts - smallSize) / (connectorMarginalMs / 1000),
-      v8GrowthMarginalMs: median(marginalV8),
-      v8GrowthRatio: median(marginalV8.map((m, i) => m / floors[i]!)),
-      profile,
-      samples,
-    };
+    const pages = narrow
+      ? undefined
+      : {
+          pages: Number(big.ready.pages),
+          bytes: Number(big.ready.bytes),
+          withEscapedKeys: Number(big.ready.pagesWithEscapedKeys),
+        };
+    return connectorsRun.map((connector, i) => {
+      const own = samples[i]!;
+      // Marginal per repetition, then the median, so that a noisy repetition does not mix into another.
+      const marginal = own.big.map((b, r) => b - own.small[r]!);
+      const connectorMarginalMs = median(marginal);
+      const marginalV8 = own.bigV8.map((b, r) => b - own.small[r]!);
+      return {
+        workload,
+        connector,
+        posts: warmBig!.posts,
+        smallPosts: smallSize,
+        connectorBigMs: median(own.big),
+        connectorSmallMs: median(own.small),
+        connectorMarginalMs,
+        floorFetchParseMs: median(floorSamples.fetchParse),
+        floorCopyMs: median(floorSamples.copy),
+        floorMs,
+        ratio: median(marginal.map((m, r) => m / floors[r]!)),
+        postsPerSecond: (warmBig!.posts - smallSize) / (connectorMarginalMs / 1000),
+        cpu: cpuSummary(own.bigCpu, own.smallCpu),
+        ...(narrow
+          ? {
+              v8GrowthMarginalMs: median(marginalV8),
+              v8GrowthRatio: median(marginalV8.map((m, r) => m / floors[r]!)),
+            }
+          : {}),
+        ...(pages ? { pages } : {}),
+        profile: profiles[i]!,
+        samples: {
+          big: own.big,
+          ...(narrow ? { bigV8: own.bigV8 } : {}),
+          small: own.small,
+          ...(cpuSummary(own.bigCpu, own.smallCpu)
+            ? { bigCpu: own.bigCpu as number[], smallCpu: own.smallCpu as number[] }
+            : {}),
+          fetchParse: floorSamples.fetchParse,
+          copy: floorSamples.copy,
+        },
+      };
+    });
   } finally {
     await big.stop();
     await small.stop();
   }
+}
+
+/** Figure 1 for each workload asked for, each measured for every connector. */
+export async function benchLoadThroughput(
+  context: BenchContext,
+  workloads: readonly Workload[] = DEFAULT_WORKLOADS,
+): Promise<LoadResult[]> {
+  const out: LoadResult[] = [];
+  for (const workload of workloads) out.push(...(await benchWorkload(context, workload)));
+  return out;
 }

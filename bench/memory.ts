@@ -1,7 +1,7 @@
 /* Figure 3: peak RSS of the CLI (a child process) loading one window of a small and of a big report. */
 import pg from 'pg';
 import { type BenchContext, cliEnv } from './bench-context.js';
-import { CLI, runNode, startSimulatorChild } from './child.js';
+import { type Connector, runCli, startSimulatorChild } from './child.js';
 import { median } from './stats.js';
 
 const DAY = '2025-03-12';
@@ -15,6 +15,7 @@ export interface MemorySize {
 }
 
 export interface MemoryResult {
+  readonly connector: Connector;
   readonly sizes: readonly MemorySize[];
   readonly maxPeakRssMb: number;
 }
@@ -48,8 +49,9 @@ export async function benchMemory(context: BenchContext): Promise<MemoryResult> 
         for (let rep = 0; rep < context.repetitions; rep++) {
           const schema = `bench_memory_${rep}`;
           try {
-            const result = await runNode(
-              [CLI, 'backfill', '--from', DAY, '--to', DAY, '--window-days', '1', '--schema', schema],
+            const result = await runCli(
+              context.connector,
+              ['backfill', '--from', DAY, '--to', DAY, '--window-days', '1', '--schema', schema],
               cliEnv(context, sim.baseUrl, variant.env),
               variant.flags,
             );
@@ -72,6 +74,7 @@ export async function benchMemory(context: BenchContext): Promise<MemoryResult> 
     }
   }
   return {
+    connector: context.connector,
     sizes: out,
     maxPeakRssMb: Math.max(...out.filter((s) => s.variant === '').map((s) => s.peakRssMb)),
   };

@@ -2,7 +2,9 @@
  * Summarizes a V8 CPU profile (.cpuprofile, from node --cpu-prof) of the load path into the steps that matter
  * for choosing the next optimization. Each sample is charged to the nearest frame, from the leaf up, that belongs
  * to a known step: native JSON.parse called by parseExactJson counts as parsing, a pg driver frame called by
- * the loader counts as the driver.
+ * the loader counts as the driver. Parsing is split in two: pages parsed whole by lossless-json (the exact
+ * parser's fallback) and the rest (the scan, native JSON.parse and the walk that revives exact numbers); writing
+ * nested values back to JSON text, which lives beside the parser, is a step of its own.
  */
 
 interface CallFrame {
@@ -36,7 +38,22 @@ export interface ProfileSummary {
 const STEPS: readonly { step: string; test: (frame: CallFrame) => boolean }[] = [
   { step: 'idle: waiting for PostgreSQL or the API', test: (f) => f.functionName === '(idle)' },
   { step: 'garbage collection', test: (f) => f.functionName === '(garbage collector)' },
-  { step: 'parse (exact JSON)', test: (f) => /\/api\/exact-json\.js|lossless-json/.test(f.url) },
+  // Before exact JSON: the whole-page fallback is the parse's slow path, and is told apart from the fast one.
+  // lossless-json's helpers (utils.js, numbers) serve both its parse and its stringify: their callers decide.
+  {
+    step: 'parse (exact JSON): lossless-json, whole pages',
+    test: (f) =>
+      /\/lossless-json\/lib\/[^/]+\/parse\.js$/.test(f.url) ||
+      (f.url.endsWith('/api/exact-json.js') && /^(parseLosslessly|parseNumberExactly)$/.test(f.functionName)),
+  },
+  // Writing nested values back to JSON text lives in exact-json.js too, but is no parse.
+  {
+    step: 'nested documents (exact JSON text)',
+    test: (f) =>
+      /\/lossless-json\/lib\/[^/]+\/stringify\.js$/.test(f.url) ||
+      (f.url.endsWith('/api/exact-json.js') && /^(stringifyExactJson|stringifyParsed)$/.test(f.functionName)),
+  },
+  { step: 'parse (exact JSON)', test: (f) => f.url.endsWith('/api/exact-json.js') },
   { step: 'map (records → rows)', test: (f) => f.url.includes('/extract/record-mapping.js') },
   { step: 'encode (COPY text)', test: (f) => f.url.includes('/load/copy-encoding.js') },
   {

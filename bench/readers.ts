@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { cutWindows } from '../src/pipeline/windows.js';
 import { type BenchContext, cliEnv } from './bench-context.js';
-import { CLI, runNode, startSimulatorChild } from './child.js';
+import { runCli, startSimulatorChild } from './child.js';
 import { median } from './stats.js';
 
 const id = pg.escapeIdentifier;
@@ -129,9 +129,9 @@ async function backfill(
   const sim = await startSimulatorChild({ postsPerDay: options.postsPerDay });
   let log = '';
   try {
-    const result = await runNode(
+    const result = await runCli(
+      context.connector,
       [
-        CLI,
         'backfill',
         '--from',
         options.from,

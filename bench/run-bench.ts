@@ -5,6 +5,13 @@
  * table and writes bench/results.json. `--smoke` runs tiny sizes once, so that CI keeps the benchmark working.
  * `--only readers` (or any comma-separated list of load, e2e, memory, readers, scale-out) runs only those parts.
  * scale-out: many processes on one schema (a split backfill, an orchestrator's partitions) against one alone.
+ * The load figure loads narrow records (the simulator's) and wide ones (wide-records.ts); `--workloads` picks
+ * among narrow, wide and wide-plain (the wide records with no key written with an escape, for a diagnosis).
+ * `--cli PATH[,PATH…]` (another build's dist/src/cli/main.js) and `--node PATH[,PATH…]` (node binaries) choose
+ * what runs the connector children: every figure that runs the CLI is measured for each build on each node
+ * binary, and the table and results.json say which; servers, floors and references stay on the bench's own
+ * build and node. The connector's CPU time (user + system) is recorded beside its wall time. `--profiles DIR`
+ * keeps the load figure's CPU profiles (.cpuprofile, for Chrome's DevTools) beside their summaries.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -12,8 +19,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { BenchContext } from './bench-context.js';
+import { CLI, type Connector, connectorLabel, connectors } from './child.js';
 import { benchEndToEnd, type EndToEndResult } from './end-to-end.js';
-import { benchLoadThroughput, type LoadResult } from './load-throughput.js';
+import {
+  benchLoadThroughput,
+  DEFAULT_WORKLOADS,
+  type LoadResult,
+  WORKLOADS,
+  type Workload,
+} from './load-throughput.js';
 import { benchMemory, type MemoryResult } from './memory.js';
 import { benchReaders, type ReadersResult, readersOptions } from './readers.js';
 import { benchScaleOut, type ScaleOutResult, scaleOutOptions } from './scale-out.js';
@@ -115,23 +129,36 @@ function scaleOutRows(scaleOut: ScaleOutResult): string[][] {
   ];
 }
 
-function report(
-  load?: LoadResult,
-  e2e?: EndToEndResult,
-  memory?: MemoryResult,
-  readers?: ReadersResult,
-  scaleOut?: ScaleOutResult,
-): string {
-  const rows: string[][] = [['Figure', 'Measured', 'Reference', 'Ratio', 'Target', 'Verdict']];
-  if (load) {
-    rows.push([
-      `Load ${load.posts.toLocaleString('en')} posts (marginal over ${load.smallPosts.toLocaleString('en')})`,
+/** The rows of one figure with the column saying what the connector ran on put second. */
+function on(connector: Connector, rows: readonly string[][]): string[][] {
+  return rows.map(([figure, ...rest]) => [figure!, connectorLabel(connector), ...rest]);
+}
+
+function loadFigure(load: LoadResult): string {
+  const posts = load.posts.toLocaleString('en');
+  const small = load.smallPosts.toLocaleString('en');
+  switch (load.workload) {
+    case 'narrow':
+      return `Load ${posts} posts (marginal over ${small})`;
+    case 'wide':
+      return `Load ${posts} wide posts in one window (marginal over ${small})`;
+    case 'wide-plain':
+      return `Load ${posts} wide posts, no key written with an escape, in one window (marginal over ${small})`;
+  }
+}
+
+function loadRows(load: LoadResult): string[][] {
+  const rows: string[][] = [
+    [
+      loadFigure(load),
       `${seconds(load.connectorMarginalMs)} (${Math.round(load.postsPerSecond).toLocaleString('en')} posts/s)`,
       `floor ${seconds(load.floorMs)} (fetch+JSON.parse ${seconds(load.floorFetchParseMs)} + COPY ${seconds(load.floorCopyMs)})`,
       `${load.ratio.toFixed(2)}×`,
       `≤ ${TARGETS.load}×`,
       verdict(load.ratio <= TARGETS.load),
-    ]);
+    ],
+  ];
+  if (load.v8GrowthMarginalMs !== undefined && load.v8GrowthRatio !== undefined) {
     rows.push([
       '  same, POST_REPORTS_HEAP_GROWTH_PERCENT=0',
       seconds(load.v8GrowthMarginalMs),
@@ -141,42 +168,100 @@ function report(
       verdict(load.v8GrowthRatio <= TARGETS.load),
     ]);
   }
-  if (e2e) {
+  if (load.cpu !== null) {
     rows.push([
-      `Backfill ${e2e.from}..${e2e.to} (${e2e.windows} windows, --concurrency ${e2e.concurrency}, delay ${e2e.generationDelayMs} ms, latency ${e2e.latencyMs} ms)`,
-      seconds(e2e.connectorMs),
-      `ideal ${seconds(e2e.idealMs)}`,
-      `${e2e.ratio.toFixed(2)}×`,
-      `≤ ${TARGETS.endToEnd}×`,
-      verdict(e2e.ratio <= TARGETS.endToEnd),
+      '  CPU time of the connector (user+sys), marginal',
+      seconds(load.cpu.marginalMs),
+      `${load.posts.toLocaleString('en')}: ${seconds(load.cpu.bigMs)}, ${load.smallPosts.toLocaleString('en')}: ${seconds(load.cpu.smallMs)}`,
+      '',
+      '',
+      '',
     ]);
   }
-  if (memory) {
-    for (const size of memory.sizes) {
-      rows.push([
-        `Peak RSS, one window of ${size.posts.toLocaleString('en')} posts${size.variant ? ` (${size.variant})` : ''}`,
-        `${size.peakRssMb.toFixed(0)} MB`,
-        '',
-        '',
-        `≤ ${TARGETS.memoryMb} MB`,
-        verdict(size.peakRssMb <= TARGETS.memoryMb),
-      ]);
-    }
+  return rows;
+}
+
+function profileText(load: LoadResult): string {
+  const p = load.profile;
+  const what = load.workload === 'narrow' ? 'posts' : `${load.workload} posts`;
+  let text = `\n\nWhere the time goes (CPU profile of the connector loading ${load.posts.toLocaleString('en')} ${what}, ${connectorLabel(load.connector)}, ${seconds(p.totalMs)} profiled`;
+  if (load.pages) {
+    text += `; ${load.pages.pages} pages of ${megabytes(load.pages.bytes / load.pages.pages)} on average, ${load.pages.withEscapedKeys} of them with a key written with an escape`;
   }
-  if (readers) rows.push(...readerRows(readers));
-  if (scaleOut) rows.push(...scaleOutRows(scaleOut));
-  let text = table(rows);
-  if (load) {
-    const p = load.profile;
-    text += `\n\nWhere the time goes (CPU profile of the connector loading ${load.posts.toLocaleString('en')} posts, ${seconds(p.totalMs)} profiled):\n`;
-    text += table([
-      ['Step', 'Time', 'Share'],
-      ...p.steps.map((s) => [s.step, `${Math.round(s.ms)} ms`, `${(s.share * 100).toFixed(1)} %`]),
-    ]);
-    text += '\n\nHottest functions (self time):\n';
-    text += table([['Function', 'Self'], ...p.hottest.map((h) => [h.fn, `${Math.round(h.ms)} ms`])]);
-  }
+  text += '):\n';
+  text += table([
+    ['Step', 'Time', 'Share'],
+    ...p.steps.map((s) => [s.step, `${Math.round(s.ms)} ms`, `${(s.share * 100).toFixed(1)} %`]),
+  ]);
+  text += '\n\nHottest functions (self time):\n';
+  text += table([['Function', 'Self'], ...p.hottest.map((h) => [h.fn, `${Math.round(h.ms)} ms`])]);
   return text;
+}
+
+interface Results {
+  readonly load: readonly LoadResult[];
+  readonly endToEnd: readonly EndToEndResult[];
+  readonly memory: readonly MemoryResult[];
+  readonly readers: readonly (ReadersResult & { readonly connector: Connector })[];
+  readonly scaleOut: readonly (ScaleOutResult & { readonly connector: Connector })[];
+}
+
+function report(results: Results): string {
+  const rows: string[][] = [['Figure', 'Connector', 'Measured', 'Reference', 'Ratio', 'Target', 'Verdict']];
+  for (const load of results.load) rows.push(...on(load.connector, loadRows(load)));
+  for (const e2e of results.endToEnd) {
+    rows.push(
+      ...on(e2e.connector, [
+        [
+          `Backfill ${e2e.from}..${e2e.to} (${e2e.windows} windows, --concurrency ${e2e.concurrency}, delay ${e2e.generationDelayMs} ms, latency ${e2e.latencyMs} ms)`,
+          seconds(e2e.connectorMs),
+          `ideal ${seconds(e2e.idealMs)}`,
+          `${e2e.ratio.toFixed(2)}×`,
+          `≤ ${TARGETS.endToEnd}×`,
+          verdict(e2e.ratio <= TARGETS.endToEnd),
+        ],
+      ]),
+    );
+  }
+  for (const memory of results.memory) {
+    rows.push(
+      ...on(
+        memory.connector,
+        memory.sizes.map((size) => [
+          `Peak RSS, one window of ${size.posts.toLocaleString('en')} posts${size.variant ? ` (${size.variant})` : ''}`,
+          `${size.peakRssMb.toFixed(0)} MB`,
+          '',
+          '',
+          `≤ ${TARGETS.memoryMb} MB`,
+          verdict(size.peakRssMb <= TARGETS.memoryMb),
+        ]),
+      ),
+    );
+  }
+  for (const readers of results.readers) rows.push(...on(readers.connector, readerRows(readers)));
+  for (const scaleOut of results.scaleOut) rows.push(...on(scaleOut.connector, scaleOutRows(scaleOut)));
+  let text = table(rows);
+  for (const load of results.load) text += profileText(load);
+  return text;
+}
+
+function list(value: string | undefined): string[] | undefined {
+  return value
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+/** Each figure but load once per connector, with the context naming it. */
+async function perConnector<T>(
+  context: BenchContext,
+  run: (context: BenchContext) => Promise<T>,
+): Promise<(T & { readonly connector: Connector })[]> {
+  const out: (T & { readonly connector: Connector })[] = [];
+  for (const connector of context.connectors) {
+    out.push({ ...(await run({ ...context, connector })), connector });
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -186,6 +271,10 @@ async function main(): Promise<void> {
       'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
       only: { type: 'string' },
       repetitions: { type: 'string' },
+      cli: { type: 'string' },
+      node: { type: 'string' },
+      workloads: { type: 'string' },
+      profiles: { type: 'string' },
     },
   });
   const smoke = values.smoke === true;
@@ -194,6 +283,13 @@ async function main(): Promise<void> {
   const unknown = [...only].filter((part) => !PARTS.includes(part));
   if (unknown.length > 0)
     throw new Error(`--only: unknown part ${unknown.join(', ')} (parts: ${PARTS.join(', ')})`);
+  const workloads = (list(values.workloads) ?? DEFAULT_WORKLOADS) as Workload[];
+  const unknownWorkloads = workloads.filter((w) => !WORKLOADS.includes(w));
+  if (unknownWorkloads.length > 0)
+    throw new Error(
+      `--workloads: unknown ${unknownWorkloads.join(', ')} (workloads: ${WORKLOADS.join(', ')})`,
+    );
+  const runOn = connectors(list(values.cli) ?? [CLI], list(values.node) ?? [process.execPath]);
   const serverUrl = values['database-url']!;
   const name = `bench_${Date.now().toString(36)}`;
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -204,25 +300,36 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
   // DROP DATABASE … WITH (FORCE) at the end ends any connection still open; that is expected.
   pool.on('error', () => {});
-  const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}, PostgreSQL ${(await pool.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? '?'}`;
+  const machine = `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, bench on Node ${process.versions.node}, PostgreSQL ${(await pool.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? '?'}`;
   const context: BenchContext = {
     databaseUrl: url.toString(),
     pool,
     smoke,
     repetitions: Number(values.repetitions ?? (smoke ? 1 : 3)),
+    connectors: runOn,
+    connector: runOn[0]!,
+    ...(values.profiles === undefined ? {} : { profileDir: values.profiles }),
     log: (line) => process.stderr.write(`bench: ${line}\n`),
   };
   context.log(`${smoke ? 'smoke run' : 'full run'} on ${machine}, database ${name}`);
+  const connectorLines = runOn.map((c) => `${connectorLabel(c)}: ${c.node} ${c.cli}`).join('\n  ');
+  context.log(`connectors:\n  ${connectorLines}`);
   try {
-    const load = only.has('load') ? await benchLoadThroughput(context) : undefined;
-    const e2e = only.has('e2e') ? await benchEndToEnd(context) : undefined;
-    const memory = only.has('memory') ? await benchMemory(context) : undefined;
-    const readers = only.has('readers') ? await benchReaders(context, readersOptions(smoke)) : undefined;
-    const scaleOut = only.has('scale-out') ? await benchScaleOut(context, scaleOutOptions(smoke)) : undefined;
-    process.stdout.write(`${report(load, e2e, memory, readers, scaleOut)}\n\nMachine: ${machine}\n`);
+    const results: Results = {
+      load: only.has('load') ? await benchLoadThroughput(context, workloads) : [],
+      endToEnd: only.has('e2e') ? await perConnector(context, benchEndToEnd) : [],
+      memory: only.has('memory') ? await perConnector(context, benchMemory) : [],
+      readers: only.has('readers')
+        ? await perConnector(context, (c) => benchReaders(c, readersOptions(smoke)))
+        : [],
+      scaleOut: only.has('scale-out')
+        ? await perConnector(context, (c) => benchScaleOut(c, scaleOutOptions(smoke)))
+        : [],
+    };
+    process.stdout.write(`${report(results)}\n\nMachine: ${machine}\nConnectors:\n  ${connectorLines}\n`);
     writeFileSync(
       RESULTS,
-      `${JSON.stringify({ date: new Date().toISOString(), smoke, machine, repetitions: context.repetitions, targets: TARGETS, load, endToEnd: e2e, memory, readers, scaleOut }, null, 2)}\n`,
+      `${JSON.stringify({ date: new Date().toISOString(), smoke, machine, repetitions: context.repetitions, targets: TARGETS, connectors: runOn, ...results }, null, 2)}\n`,
     );
     context.log(`results written to ${RESULTS}`);
   } finally {

@@ -17,7 +17,7 @@ import { loadavg } from 'node:os';
 import pg from 'pg';
 import { cutWindows } from '../src/pipeline/windows.js';
 import { type BenchContext, cliEnv } from './bench-context.js';
-import { CLI, runNode, startSimulatorChild } from './child.js';
+import { runCli, startSimulatorChild } from './child.js';
 import { median } from './stats.js';
 
 const id = pg.escapeIdentifier;
@@ -234,12 +234,16 @@ async function measure(
         args: args.join(' '),
         windows: cutWindows(command.from, command.to, 7).length,
         times: watcher.times,
-        result: runNode([CLI, 'backfill', ...args, '--schema', schema], env, [], watcher.onStderr).then(
-          (result) => ({
-            result,
-            exitAtMs: performance.now() - started,
-          }),
-        ),
+        result: runCli(
+          context.connector,
+          ['backfill', ...args, '--schema', schema],
+          env,
+          [],
+          watcher.onStderr,
+        ).then((result) => ({
+          result,
+          exitAtMs: performance.now() - started,
+        })),
       };
     });
     const ended = await Promise.all(children.map((c) => c.result));
