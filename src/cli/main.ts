@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
+import { accessSync, constants, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { launchPlan } from '../config.js';
 
 /** Runs the CLI: signal handlers and pipe handling are installed here, never on import. */
 export async function main(argv: readonly string[]): Promise<void> {
-  // The commands load when they run: a backfill does not hold the code of the demo and of the simulator.
+  // The commands load when they run, after the launch: a backfill does not hold the code of the demo and of the
+  // simulator, and a restart does not load anything twice.
   const program = await import('./program.js');
   await program.main(argv);
 }
@@ -20,4 +23,33 @@ function isEntry(): boolean {
   }
 }
 
-if (isEntry()) await main(process.argv);
+/** Whether process.execve can replace this process: a failed execve aborts it instead of throwing. */
+function canReplace(): boolean {
+  if (typeof process.execve !== 'function' || process.platform === 'win32') return false;
+  try {
+    accessSync(process.execPath, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Gives the process the memory settings the CLI runs with (launchPlan): a restart in place keeps the process id,
+ * the standard streams and the terminal, so signals, prompts, pipes and the exit code are the CLI's own.
+ */
+function launch(): void {
+  const plan = launchPlan({
+    execArgv: process.execArgv,
+    args: process.argv.slice(1),
+    canReplace: canReplace(),
+  });
+  if (plan.action === 'restart')
+    process.execve?.(process.execPath, [process.execPath, ...plan.args], plan.env);
+  if (plan.action === 'flags') for (const flag of plan.v8Flags) setFlagsFromString(flag);
+}
+
+if (isEntry()) {
+  launch();
+  await main(process.argv);
+}
