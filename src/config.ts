@@ -63,6 +63,8 @@ export interface RunConfig {
   readonly stallTimeoutMs: number;
   /** V8's heap growing step for the CLI process (0: V8's own heuristic). */
   readonly heapGrowthPercent: number;
+  /** V8's semi-space for the CLI process in MB (0: V8's own), applied when the CLI starts: see launchPlan. */
+  readonly semiSpaceMb: number;
   readonly filters: Filters;
   /** The fields loaded (--fields / --exclude-fields; absent: all); the post id always is. */
   readonly fields?: FieldSelection;
@@ -89,6 +91,8 @@ export interface SettingSpec {
   readonly placeholder?: string;
   readonly default?: string;
   readonly description: string;
+  /** Read when the CLI starts, before any configuration file is known: the environment (and `.env`) only. */
+  readonly atStart?: true;
 }
 
 // The filter kinds' settings, from their table.
@@ -274,6 +278,13 @@ export const SETTINGS = {
     default: '10',
     description: 'CLI heap growth step: memory flat near 150 MB; 0 lets V8 grow it (faster, more RSS)',
   },
+  semiSpaceMb: {
+    env: 'POST_REPORTS_SEMI_SPACE_MB',
+    default: '2',
+    description:
+      "CLI young generation: V8's semi-space in MB, which the CLI restarts itself with; 0: V8's own (more RSS)",
+    atStart: true,
+  },
   ...FILTER_SETTINGS,
   segments: {
     env: 'POST_REPORTS_SEGMENTS',
@@ -338,6 +349,69 @@ export function readEnvironment(dotenvPath = '.env'): RawSettings {
   return Object.freeze({ ...fromFile, ...process.env });
 }
 
+/** The largest POST_REPORTS_SEMI_SPACE_MB: beyond, the young generation alone would outgrow a flat CLI. */
+const SEMI_SPACE_MAX_MB = 256;
+
+/** The process the CLI starts in, as far as its launch depends on it. */
+export interface StartingProcess {
+  /** The node flags it was started with (process.execArgv). */
+  readonly execArgv: readonly string[];
+  /** Its arguments from the script on (process.argv without the node binary). */
+  readonly args: readonly string[];
+  /** Whether it can replace itself in place (process.execve: Node 22.15 and later, not on Windows). */
+  readonly canReplace: boolean;
+}
+
+/**
+ * What the CLI does before it loads anything else: restart in place with node flags before its own, set V8
+ * flags in this process, or nothing.
+ */
+export type LaunchPlan =
+  | { readonly action: 'none' }
+  | {
+      readonly action: 'restart';
+      /** The arguments after the node binary. */
+      readonly args: readonly string[];
+      readonly env: Readonly<Record<string, string>>;
+    }
+  | { readonly action: 'flags'; readonly v8Flags: readonly string[] };
+
+const SEMI_SPACE_FLAG = /^--max[-_]semi[-_]space[-_]size(=|$)/;
+
+/**
+ * The CLI's launch: the semi-space of POST_REPORTS_SEMI_SPACE_MB (from `environment` and the `.env` file) is a
+ * V8 flag that only takes effect when the heap is set up, so the CLI restarts itself once, in place (same
+ * process id, same standard streams), with it. `environment` is the process's own (process.env by default).
+ */
+export function launchPlan(
+  start: StartingProcess,
+  environment: RawSettings = process.env,
+  dotenvPath = '.env',
+): LaunchPlan {
+  let fromFile: Record<string, string> = {};
+  try {
+    fromFile = parseDotenv(readFileSync(dotenvPath));
+  } catch {
+    // An unreadable .env is reported by the command, which reads it again.
+  }
+  const text = (environment[SETTINGS.semiSpaceMb.env] ?? fromFile[SETTINGS.semiSpaceMb.env])?.trim();
+  const mb = Number(text === undefined || text === '' ? SETTINGS.semiSpaceMb.default : text);
+  // A bad value is left for the command's configuration to report (exit 2) from a process started as usual.
+  if (!Number.isSafeInteger(mb) || mb <= 0 || mb > SEMI_SPACE_MAX_MB) return { action: 'none' };
+  const given = [...start.execArgv, ...(environment.NODE_OPTIONS ?? '').split(/\s+/)];
+  // The operator's own semi-space wins; and a restarted CLI carries the flag, so that it restarts once only.
+  if (given.some((flag) => SEMI_SPACE_FLAG.test(flag))) return { action: 'none' };
+  // A restart would leave a debugger attached to the process that is gone. Without execve, a restart would be a
+  // second process, its parent's memory on top. V8 cannot take a semi-space size once the heap is set up, but it
+  // reads the growth factor each time it grows the young generation: at 1, it stays at its initial size (1 MB).
+  if (!start.canReplace || given.some((flag) => flag.startsWith('--inspect'))) {
+    return { action: 'flags', v8Flags: ['--semi-space-growth-factor=1'] };
+  }
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(environment)) if (value !== undefined) env[name] = value;
+  return { action: 'restart', args: [`--max-semi-space-size=${mb}`, ...start.execArgv, ...start.args], env };
+}
+
 /**
  * The settings of a configuration file (--config, POST_REPORTS_CONFIG): a JSON object keyed by the settings'
  * environment variables, so that a schema's filters and fields are written once. A list value is joined as its
@@ -368,6 +442,12 @@ export function readSettingsFile(path: string): RawSettings {
   const settings: Record<string, string> = {};
   for (const [key, value] of Object.entries(parsed)) {
     const spec = variables.get(key);
+    if (spec?.atStart === true) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${path}: ${key} is read when the CLI starts, before this file: set it in the environment`,
+      );
+    }
     if (spec === undefined || spec.env === SETTINGS.configFile.env) {
       const near = nearest(key, [...variables.keys()]);
       throw new ConfigError(
@@ -704,6 +784,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     windowAttempts: integer('windowAttempts', env, flags, problems, 1, 100),
     stallTimeoutMs: integer('stallTimeoutMs', env, flags, problems, 1000, 7 * 86_400_000),
     heapGrowthPercent: integer('heapGrowthPercent', env, flags, problems, 0, 1000),
+    semiSpaceMb: integer('semiSpaceMb', env, flags, problems, 0, SEMI_SPACE_MAX_MB),
     filters,
     fields,
     ...(clockStart === undefined ? {} : { clockStart }),

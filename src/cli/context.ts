@@ -63,6 +63,15 @@ export function commandContext(
     secrets,
     ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink) : sink }),
   });
+  // What memory the process runs with depends on how it was launched (launchPlan): said once, for a debug log.
+  logger.debug(
+    {
+      node: process.versions.node,
+      nodeFlags: process.execArgv,
+      heapGrowthPercent: config.run.heapGrowthPercent,
+    },
+    'runtime',
+  );
   return { config, logger, signal, pretty };
 }
 

@@ -1,321 +1,15 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
+import { accessSync, constants, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Command, Option } from 'commander';
-import { SETTINGS } from '../config.js';
-import { ConfigError } from '../errors.js';
-import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
-import { unsupportedNode, VERSION } from '../version.js';
-import { dimensionsCommand, migrateCommand, planCommand, statusCommand } from './admin-commands.js';
-import { bashCompletion } from './completion.js';
-import { interruptSignal } from './context.js';
-import { demoCommand } from './demo-command.js';
-import {
-  API_ACCESS_FLAGS,
-  API_FLAGS,
-  addSettingFlags,
-  COMMON_FLAGS,
-  collectFlags,
-  DB_FLAGS,
-  DB_READ_FLAGS,
-  RUN_FLAGS,
-  settingsHelp,
-  withExample,
-} from './flags.js';
-import { runCommand } from './run-command.js';
-import { type Io, quietOnClosedPipe } from './run-output.js';
-import { simulatorCommand } from './simulator-command.js';
-import { failUsage, reportUsageErrors } from './usage.js';
-
-const progressOption = () =>
-  new Option(
-    '--progress-interval <seconds>',
-    'seconds between progress log lines when stderr is not a terminal (a live bar otherwise)',
-  ).default('10');
-
-const jsonOption = () =>
-  new Option('--json', 'print JSON (what a pipe gets) even on a terminal, where the output is for a person');
-
-const quietOption = () =>
-  new Option(
-    '--quiet',
-    'only warnings and errors on stderr (no progress, no closing sentence); the summary line stays',
-  );
-
-/** --progress-interval in milliseconds; a bad value is a usage error (exit 2). */
-function progressIntervalMs(io: Io, command: string, options: Record<string, unknown>): number {
-  const text = String(options.progressInterval ?? '10');
-  const seconds = Number(text);
-  if (text.trim() === '' || !Number.isFinite(seconds) || seconds <= 0 || seconds > 86_400) {
-    failUsage(
-      io,
-      command,
-      `--progress-interval must be a number of seconds above 0, up to 86400, got ${JSON.stringify(text)}`,
-    );
-  }
-  return Math.round(seconds * 1000);
-}
-
-/** A date option the command cannot run without (checked after commander has reported any misspelt option). */
-function requiredDate(
-  io: Io,
-  command: string,
-  options: Record<string, unknown>,
-  name: 'from' | 'to',
-): string {
-  const value = options[name];
-  if (typeof value !== 'string') failUsage(io, command, `required option '--${name} <date>' not specified`);
-  return value;
-}
-
-function program(io: Io): Command {
-  const root = new Command('post-reports-etl')
-    .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
-    .version(VERSION, '-V, --version', 'print the version and exit')
-    .addHelpText('after', settingsHelp());
-  for (const command of [
-    demoCommandOf(io),
-    ...runCommandsOf(io),
-    ...adminCommandsOf(io),
-    simulatorCommandOf(io),
-  ]) {
-    root.addCommand(command);
-  }
-  root.addCommand(
-    withExample(new Command('completion'), 'completion bash >> ~/.bashrc')
-      .description('Print a shell completion script (bash; zsh after bashcompinit)')
-      .argument('[shell]', 'bash', 'bash')
-      .action((shell: string) => {
-        if (shell !== 'bash')
-          failUsage(io, 'completion', `no completion for ${JSON.stringify(shell)}: bash only`);
-        io.stdout.write(bashCompletion(root));
-      }),
-  );
-  // Usage errors (unknown option, missing argument) share the configuration error's exit code, in every command.
-  return reportUsageErrors(root, io);
-}
-
-/** backfill and sync. */
-function runCommandsOf(io: Io): Command[] {
-  const backfill = addSettingFlags(
-    withExample(new Command('backfill'), 'backfill --from 2026-01-01 --to 2026-03-31 --concurrency 4')
-      .description('Load every window of a date range (never moves the incremental cursor)')
-      .option('--from <date>', 'first date, YYYY-MM-DD (required)')
-      .option('--to <date>', 'last date, YYYY-MM-DD, inclusive (required)')
-      .option('--reload', 'reload windows that are already loaded')
-      .option(
-        '--reset',
-        "start over: clear the schema's data and state (says what first, and asks on a terminal), then load the range",
-      )
-      .option('--yes', 'do not ask before --reset removes what is loaded')
-      .addOption(progressOption())
-      .addOption(quietOption()),
-    [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS],
-  ).action(async (options: Record<string, unknown>) => {
-    const from = requiredDate(io, 'backfill', options, 'from');
-    const to = requiredDate(io, 'backfill', options, 'to');
-    const progress = progressIntervalMs(io, 'backfill', options);
-    process.exitCode = await runCommand(
-      io,
-      'backfill',
-      collectFlags(options, [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS]),
-      {
-        from,
-        to,
-        reload: options.reload === true,
-        reset: options.reset === true,
-        yes: options.yes === true,
-      },
-      { progressIntervalMs: progress, quiet: options.quiet === true },
-    );
-  });
-
-  const syncFlags = [
-    ...API_FLAGS,
-    ...DB_FLAGS,
-    ...RUN_FLAGS,
-    'lookbackDays',
-    'startDate',
-    ...COMMON_FLAGS,
-  ] as const;
-  const sync = addSettingFlags(
-    withExample(
-      new Command('sync'),
-      'sync --start-date 2026-01-01   # then every night: post-reports-etl sync',
-    )
-      .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
-      .option(
-        '--reset',
-        "start over: clear the schema's data and state (says what first, and asks on a terminal), then load from --start-date",
-      )
-      .option('--yes', 'do not ask before --reset removes what is loaded')
-      .addOption(progressOption())
-      .addOption(quietOption()),
-    syncFlags,
-  ).action(async (options: Record<string, unknown>) => {
-    const progress = progressIntervalMs(io, 'sync', options);
-    process.exitCode = await runCommand(
-      io,
-      'sync',
-      collectFlags(options, syncFlags),
-      { reset: options.reset === true, yes: options.yes === true },
-      { progressIntervalMs: progress, quiet: options.quiet === true },
-    );
-  });
-
-  return [backfill, sync];
-}
-
-function demoCommandOf(io: Io): Command {
-  return withExample(new Command('demo'), 'demo --days 7 --keep')
-    .description(
-      'Start the API simulator and a database (--database-url, else an embedded PostgreSQL), load the last 30 days into a schema of its own, and show the rows',
-    )
-    .addOption(new Option('--days <n>', 'days to load, ending yesterday (UTC)').default('30'))
-    .addOption(new Option('--schema <name>', 'schema to load into').default('demo'))
-    .option(
-      '--database-url <url>',
-      `load here instead of an embedded PostgreSQL (never ${SETTINGS.databaseUrl.env}: the demo's schema is cleared on every run)`,
-    )
-    .option('--keep', 'keep the simulator and the database running after the load, until Ctrl-C')
-    .option('--log-level <level>', `pino level [env ${SETTINGS.logLevel.env}, default info]`)
-    .addOption(progressOption())
-    .action(async (options: Record<string, unknown>) => {
-      const days = Number(options.days);
-      if (!Number.isInteger(days) || days < 1 || days > 366) {
-        const error = new ConfigError(
-          'CONFIG_INVALID',
-          `--days must be an integer from 1 to 366, got ${JSON.stringify(options.days)}`,
-        );
-        io.stderr.write(`post-reports-etl: error: ${error.message}\n`);
-        process.exitCode = 2;
-        return;
-      }
-      process.exitCode = await demoCommand(io, {
-        schema: String(options.schema),
-        days,
-        keep: options.keep === true,
-        progressIntervalMs: progressIntervalMs(io, 'demo', options),
-        ...(typeof options.databaseUrl === 'string' ? { databaseUrl: options.databaseUrl } : {}),
-        ...(typeof options.logLevel === 'string' ? { logLevel: options.logLevel } : {}),
-      });
-    });
-}
-
-/** migrate, status, plan and dimensions. */
-function adminCommandsOf(io: Io): Command[] {
-  const migrate = addSettingFlags(
-    withExample(new Command('migrate'), 'migrate --schema post_reports')
-      .description('Apply pending database migrations')
-      .addOption(jsonOption()),
-    [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS],
-  ).action(async (options: Record<string, unknown>) => {
-    process.exitCode = await migrateCommand(
-      io,
-      collectFlags(options, [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS]),
-      options.json === true,
-    );
-  });
-
-  const status = addSettingFlags(
-    withExample(new Command('status'), 'status --schema post_reports')
-      .description('Show windows loaded, failed and in progress, and the incremental cursor')
-      .addOption(jsonOption()),
-    [...DB_READ_FLAGS, ...COMMON_FLAGS],
-  ).action(async (options: Record<string, unknown>) => {
-    process.exitCode = await statusCommand(
-      io,
-      collectFlags(options, [...DB_READ_FLAGS, ...COMMON_FLAGS]),
-      options.json === true,
-    );
-  });
-
-  const dimensions = addSettingFlags(
-    withExample(new Command('dimensions'), 'dimensions --json')
-      .description("Print the organization's valid filter values")
-      .addOption(jsonOption()),
-    [...API_ACCESS_FLAGS, ...COMMON_FLAGS],
-  ).action(async (options: Record<string, unknown>) => {
-    process.exitCode = await dimensionsCommand(
-      io,
-      collectFlags(options, [...API_ACCESS_FLAGS, ...COMMON_FLAGS]),
-      options.json === true,
-    );
-  });
-
-  const planFlags = [...DB_READ_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...COMMON_FLAGS] as const;
-  const plan = addSettingFlags(
-    withExample(new Command('plan'), 'plan --from 2026-01-01 --to 2026-03-31')
-      .description(
-        'Print the windows a backfill (or a sync, with --sync) would load, with their state (a table on a terminal, JSON lines otherwise); reads only',
-      )
-      .option('--from <date>', 'first date of the backfill, YYYY-MM-DD')
-      .option('--to <date>', 'last date of the backfill, YYYY-MM-DD (inclusive)')
-      .option('--reload', 'as a backfill --reload would')
-      .option('--sync', 'what a sync would load now')
-      .option(
-        '--reset',
-        'what a --reset would remove (first line), then the windows it would load; removes nothing',
-      )
-      .addOption(jsonOption()),
-    planFlags,
-  ).action(async (options: Record<string, unknown>) => {
-    process.exitCode = await planCommand(io, collectFlags(options, planFlags), {
-      ...(typeof options.from === 'string' ? { from: options.from } : {}),
-      ...(typeof options.to === 'string' ? { to: options.to } : {}),
-      reload: options.reload === true,
-      sync: options.sync === true,
-      reset: options.reset === true,
-      json: options.json === true,
-    });
-  });
-
-  return [migrate, status, plan, dimensions];
-}
-
-function simulatorCommandOf(io: Io): Command {
-  const command = withExample(new Command('simulator'), 'simulator --port 8080 --seed 1')
-    .description('Serve the Post Reporting API v4 simulator (for tests, benchmarks and demos)')
-    .addOption(new Option('--port <n>', 'port (0: any free port)').default('8080'))
-    .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
-    .addOption(new Option('--seed <n>', 'data seed').default('1'))
-    .addOption(new Option('--token <token>', 'the bearer token it accepts').default('sim-token'))
-    .addOption(new Option('--posts-per-day <n>', 'posts dated each day').default('50'))
-    .addOption(new Option('--generation-delay-ms <n>', 'how long a report stays IN_PROGRESS').default('0'))
-    .addOption(new Option('--latency-ms <n>', 'latency added to every response').default('0'))
-    .addOption(
-      new Option('--fail-report-share <x>', 'share of reports that end FAILED').default(
-        String(DEFAULT_FAULTS.failReportShare),
-      ),
-    )
-    .action(async (options: Record<string, string>) => {
-      process.exitCode = await simulatorCommand(io, options);
-    });
-  for (const fault of REQUEST_FAULTS) {
-    command.addOption(
-      new Option(`--${fault.flag} <x>`, fault.description).default(String(DEFAULT_FAULTS[fault.share])),
-    );
-  }
-  return command;
-}
+import { setFlagsFromString } from 'node:v8';
+import { launchPlan } from '../config.js';
 
 /** Runs the CLI: signal handlers and pipe handling are installed here, never on import. */
 export async function main(argv: readonly string[]): Promise<void> {
-  const io: Io = {
-    stdin: process.stdin,
-    stdout: process.stdout,
-    stderr: process.stderr,
-    signal: interruptSignal(),
-  };
-  quietOnClosedPipe(process.stdout);
-  quietOnClosedPipe(process.stderr);
-  const supported = unsupportedNode();
-  if (supported !== undefined) {
-    io.stderr.write(
-      `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (${supported}): upgrade Node\n`,
-    );
-  }
-  await program(io).parseAsync([...argv]);
+  // The commands load when they run, after the launch: a backfill does not hold the code of the demo and of the
+  // simulator, and a restart does not load anything twice.
+  const program = await import('./program.js');
+  await program.main(argv);
 }
 
 // Started as the CLI (node main.js, or the package's bin link), not imported.
@@ -329,4 +23,33 @@ function isEntry(): boolean {
   }
 }
 
-if (isEntry()) await main(process.argv);
+/** Whether process.execve can replace this process: a failed execve aborts it instead of throwing. */
+function canReplace(): boolean {
+  if (typeof process.execve !== 'function' || process.platform === 'win32') return false;
+  try {
+    accessSync(process.execPath, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Gives the process the memory settings the CLI runs with (launchPlan): a restart in place keeps the process id,
+ * the standard streams and the terminal, so signals, prompts, pipes and the exit code are the CLI's own.
+ */
+function launch(): void {
+  const plan = launchPlan({
+    execArgv: process.execArgv,
+    args: process.argv.slice(1),
+    canReplace: canReplace(),
+  });
+  if (plan.action === 'restart')
+    process.execve?.(process.execPath, [process.execPath, ...plan.args], plan.env);
+  if (plan.action === 'flags') for (const flag of plan.v8Flags) setFlagsFromString(flag);
+}
+
+if (isEntry()) {
+  launch();
+  await main(process.argv);
+}

@@ -13,6 +13,7 @@ function run(startDate?: string, lookbackDays = 3): RunConfig {
     windowAttempts: 1,
     stallTimeoutMs: 1000,
     heapGrowthPercent: 0,
+    semiSpaceMb: 0,
     filters: {},
   };
 }

@@ -1,0 +1,77 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { launchPlan, parseConfig, readSettingsFile, type StartingProcess } from '../../src/config.js';
+
+const folder = mkdtempSync(join(tmpdir(), 'post-reports-launch-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const noDotenv = join(folder, 'absent.env');
+
+const started: StartingProcess = {
+  execArgv: [],
+  args: ['/opt/post-reports-etl/dist/src/cli/main.js', 'backfill', '--from', '2026-01-01'],
+  canReplace: true,
+};
+
+describe('launchPlan: the memory settings the CLI gives its own process before it loads anything else', () => {
+  it('restarts once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB (2 MB by default) before the node flags it was given', () => {
+    expect(launchPlan(started, { HOME: '/home/etl' }, noDotenv)).toEqual({
+      action: 'restart',
+      args: ['--max-semi-space-size=2', ...started.args],
+      env: { HOME: '/home/etl' },
+    });
+    const withFlags = { ...started, execArgv: ['--enable-source-maps'] };
+    expect(launchPlan(withFlags, { POST_REPORTS_SEMI_SPACE_MB: ' 8 ' }, noDotenv)).toMatchObject({
+      action: 'restart',
+      args: ['--max-semi-space-size=8', '--enable-source-maps', ...started.args],
+    });
+  });
+
+  it('does not restart a process that carries a semi-space already: its own restart, or the operator’s flag', () => {
+    for (const execArgv of [['--max-semi-space-size=2'], ['--max_semi_space_size', '16']]) {
+      expect(launchPlan({ ...started, execArgv }, {}, noDotenv)).toEqual({ action: 'none' });
+    }
+    expect(
+      launchPlan(started, { NODE_OPTIONS: '--trace-warnings --max-semi-space-size=16' }, noDotenv),
+    ).toEqual({ action: 'none' });
+  });
+
+  it('leaves V8 its own young generation at 0, and a bad value to the configuration to report', () => {
+    expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: '0' }, noDotenv)).toEqual({ action: 'none' });
+    expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: 'small' }, noDotenv)).toEqual({
+      action: 'none',
+    });
+    expect(() =>
+      parseConfig({
+        POST_REPORTS_BASE_URL: 'https://api.example.com/v4',
+        POST_REPORTS_TOKEN: 'tok',
+        DATABASE_URL: 'postgres://localhost/db',
+        POST_REPORTS_SEMI_SPACE_MB: 'small',
+      }),
+    ).toThrow('POST_REPORTS_SEMI_SPACE_MB must be an integer from 0 to 256, got "small"');
+  });
+
+  it('keeps the young generation at its initial size in this process where it cannot replace itself, or a debugger is attached', () => {
+    const flags = { action: 'flags', v8Flags: ['--semi-space-growth-factor=1'] };
+    expect(launchPlan({ ...started, canReplace: false }, {}, noDotenv)).toEqual(flags);
+    expect(launchPlan({ ...started, execArgv: ['--inspect=9229'] }, {}, noDotenv)).toEqual(flags);
+  });
+
+  it('reads the .env file under the environment, as every setting', () => {
+    const dotenv = join(folder, '.env');
+    writeFileSync(dotenv, 'POST_REPORTS_SEMI_SPACE_MB=0\n');
+    expect(launchPlan(started, {}, dotenv)).toEqual({ action: 'none' });
+    expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: '4' }, dotenv)).toMatchObject({
+      args: ['--max-semi-space-size=4', ...started.args],
+    });
+  });
+
+  it('is refused in a configuration file, which the CLI reads only after its start', () => {
+    const file = join(folder, 'settings.json');
+    writeFileSync(file, JSON.stringify({ POST_REPORTS_SEMI_SPACE_MB: 4 }));
+    expect(() => readSettingsFile(file)).toThrow(
+      `${file}: POST_REPORTS_SEMI_SPACE_MB is read when the CLI starts, before this file: set it in the environment`,
+    );
+  });
+});
