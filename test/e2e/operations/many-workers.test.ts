@@ -116,7 +116,8 @@ describe('many processes on one schema (the built CLI)', () => {
     const schema = 'reset_waits';
     const first = await runCli(backfill('2026-05-04', '2026-05-17'), env(schema));
     expect(first.code, first.stderr.slice(-2000)).toBe(0);
-    const run = startCli(backfill('2026-05-18', '2026-06-28'), env(schema));
+    // Long enough to still be working when the reset, a process of its own, has started.
+    const run = startCli(backfill('2026-05-18', '2026-10-25'), env(schema));
     await run.waitForOutput('"msg":"report created"');
     const reset = await runCli(
       ['sync', '--reset', '--start-date', '2026-06-01'],
