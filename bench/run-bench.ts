@@ -35,14 +35,14 @@ import { benchScaleOut, type ScaleOutResult, scaleOutOptions } from './scale-out
 const RESULTS = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
 const PARTS = ['load', 'e2e', 'memory', 'readers', 'scale-out'];
 const TARGETS = {
-  load: 1.25,
-  endToEnd: 1.15,
-  memoryMb: 150,
+  load: 1.0,
+  endToEnd: 1.1,
+  memoryMb: 120,
   readersCommit: 1.5,
   readersQuery: 2,
   readersSize: 1.5,
   scaleOutSplit: 1.15,
-  scaleOutPartitions: 2,
+  scaleOutPartitions: 1.3,
 };
 
 function seconds(ms: number): string {
