@@ -139,7 +139,7 @@ class PageDecoder {
         if (seen.has(name)) throw notTaken;
         seen.add(name);
         if (name !== 'next_page') this.#skipValue();
-        else if (this.#text.charCodeAt(this.#skipWhitespace()) === QUOTE) next = this.#string();
+        else if (this.#text.charCodeAt(this.#skipWhitespace()) === QUOTE) next = detached(this.#string());
         else if (this.#literal('null')) next = null;
         else throw notTaken;
       } while (this.#next(CLOSE_BRACE));
@@ -454,6 +454,15 @@ class PageDecoder {
     }
     return i;
   }
+}
+
+/**
+ * A copy of a string that does not hold on to the page's text. V8 makes a longer slice a view into the string it
+ * was cut from, and the next page token outlives its page (the pager keeps every token of the report to find a
+ * cycle): as a view, it kept each page's whole text alive until the report was read.
+ */
+function detached(slice: string): string {
+  return `${slice} `.slice(0, -1);
 }
 
 function digitsFrom(text: string, p: number): number {
