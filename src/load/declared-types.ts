@@ -67,6 +67,21 @@ export function declaredTypes(postIdField: string): ReadonlyMap<string, Declared
   return types;
 }
 
+/**
+ * The documented fields a post record of this target carries, with their declared types: the columns a run makes
+ * before any page arrives. One asset id: the one named like the post id (`<brand>_asset_id` beside
+ * `<brand>_post_id`); platform_asset_id, the documentation's stand-in for it, only for a post id of another form.
+ * A platform_asset_id that comes anyway still gets its declared type (declaredTypes).
+ */
+export function expectedFields(postIdField: string): ReadonlyMap<string, DeclaredType> {
+  const types = new Map(declaredTypes(postIdField));
+  const assetId = postIdField.endsWith(POST_ID_SUFFIX)
+    ? `${postIdField.slice(0, -POST_ID_SUFFIX.length)}_asset_id`
+    : ASSET_ID;
+  if (assetId !== ASSET_ID) types.delete(ASSET_ID);
+  return types;
+}
+
 /** Every field name the documentation gives for a post record, the post id and custom_segments included. */
 export function documentedFields(postIdField: string): string[] {
   return [postIdField, SEGMENTS_FIELD, ...declaredTypes(postIdField).keys()];

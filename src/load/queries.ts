@@ -48,9 +48,20 @@ export function alterColumnType(schema: string, table: string, column: string, t
   return `ALTER TABLE ${qualified(schema, table)} ALTER COLUMN ${pg.escapeIdentifier(column)} TYPE ${type} USING ${pg.escapeIdentifier(column)}::${type}`;
 }
 
-/** $1 field, $2 column. */
-export function registerField(schema: string): string {
-  return `INSERT INTO ${qualified(schema, 'field_columns')} (field, column_name) VALUES ($1, $2)`;
+/** Adds every column in one statement: one lock of the table and its partitions, one catalog invalidation. */
+export function addColumns(
+  schema: string,
+  table: string,
+  columns: readonly { readonly column: string; readonly type: string }[],
+): string {
+  const clauses = columns.map((c) => `ADD COLUMN ${pg.escapeIdentifier(c.column)} ${c.type}`);
+  return `ALTER TABLE ${qualified(schema, table)} ${clauses.join(', ')}`;
+}
+
+/** $1 fields, $2 their columns (text arrays of the same length). */
+export function registerFields(schema: string): string {
+  return `INSERT INTO ${qualified(schema, 'field_columns')} (field, column_name)
+          SELECT * FROM unnest($1::text[], $2::text[])`;
 }
 
 // ---- stage -------------------------------------------------------------------------------------------------

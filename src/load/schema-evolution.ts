@@ -248,15 +248,29 @@ export async function evolvePosts(
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);
         const reserved = new Set([...owned, ...registry.byField.keys()]);
+        const unregistered: { field: string; column: string }[] = [];
         for (const change of ordered) {
           const info = registry.byField.get(change.field);
-          if (change.action === 'add' && !info?.exists) {
-            const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
-            taken.add(column);
-            await client.query(queries.addColumn(target.schema, 'posts', column, change.type));
-            if (!info) await client.query(queries.registerField(target.schema), [change.field, column]);
-            added.push({ field: change.field, column, type: change.type });
-          } else if (change.action === 'widen' && info?.exists && widens(info.type, change.type)) {
+          if (change.action !== 'add' || info?.exists) continue;
+          const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
+          taken.add(column);
+          if (!info) unregistered.push({ field: change.field, column });
+          added.push({ field: change.field, column, type: change.type });
+        }
+        // One statement for every new column: a first page (or a run's documented fields) adds dozens, and each
+        // statement on posts locks it with its partitions and makes every session read its definition again.
+        if (added.length > 0) {
+          await client.query(queries.addColumns(target.schema, 'posts', added));
+        }
+        if (unregistered.length > 0) {
+          await client.query(queries.registerFields(target.schema), [
+            unregistered.map((u) => u.field),
+            unregistered.map((u) => u.column),
+          ]);
+        }
+        for (const change of ordered) {
+          const info = registry.byField.get(change.field);
+          if (change.action === 'widen' && info?.exists && widens(info.type, change.type)) {
             const result = await retypeColumn(
               client,
               {
@@ -299,4 +313,27 @@ export async function evolvePosts(
     }
     return fresh;
   }
+}
+
+/**
+ * Gives the documented fields of `fields` their columns of declared type before any page arrives, all in one DDL
+ * transaction, so that no page of a documented record needs DDL and processes loading side by side never wait for
+ * one another's columns. Reads first and takes the DDL lock only when a column is missing: a schema set up already
+ * costs one read. A column that exists keeps its type (an older schema's bigint total_spend stays bigint until a
+ * value needs more). Returns the registry, fresh.
+ */
+export async function addDeclaredColumns(
+  pool: pg.Pool,
+  target: Target,
+  logger: Logger,
+  fields: ReadonlyMap<string, DeclaredType>,
+  signal?: AbortSignal,
+): Promise<Registry> {
+  const registry = await readRegistry(pool, target);
+  const changes: ColumnChange[] = [];
+  for (const [field, type] of fields) {
+    if (registry.byField.get(field)?.exists !== true) changes.push({ field, action: 'add', type });
+  }
+  if (changes.length === 0) return registry;
+  return evolvePosts(pool, target, logger, changes, signal, fields.keys());
 }
