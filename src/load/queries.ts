@@ -40,10 +40,6 @@ export function readRegistry(schema: string): string {
 export const readColumns = `SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS sql_type
   FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`;
 
-export function addColumn(schema: string, table: string, column: string, type: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD COLUMN ${pg.escapeIdentifier(column)} ${type}`;
-}
-
 export function alterColumnType(schema: string, table: string, column: string, type: string): string {
   return `ALTER TABLE ${qualified(schema, table)} ALTER COLUMN ${pg.escapeIdentifier(column)} TYPE ${type} USING ${pg.escapeIdentifier(column)}::${type}`;
 }

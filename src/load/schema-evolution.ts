@@ -149,6 +149,13 @@ export function planPage(
   return { fields: types, changes };
 }
 
+/** Whether a change is still to be made to posts as the registry shows it. */
+function isNeeded(change: ColumnChange, registry: Registry): boolean {
+  const info = registry.byField.get(change.field);
+  if (change.action === 'add') return info?.exists !== true;
+  return info?.exists === true && widens(info.type, change.type);
+}
+
 // The widenings the loader makes: bigint → numeric → text, each keeping every value (as digits in text).
 const WIDTH: Readonly<Partial<Record<ColumnType, number>>> = { bigint: 1, numeric: 2, text: 3 };
 
@@ -226,6 +233,11 @@ export async function evolvePosts(
   signal?: AbortSignal,
   owned: Iterable<string> = [],
 ): Promise<Registry> {
+  // Processes loading side by side meet the same new fields in their first pages: when another one has made
+  // these changes already, nothing waits for the DDL lock, which a commit holds while it runs. The caller plans
+  // its page again against the registry returned.
+  const current = await readRegistry(pool, target);
+  if (!changes.some((change) => isNeeded(change, current))) return current;
   // Plain names first: a field whose name is a column name takes it before any renamed field is named.
   const ordered = [...changes].sort(
     (a, b) => Number(!isPlainColumnName(a.field)) - Number(!isPlainColumnName(b.field)),
