@@ -2,7 +2,8 @@
  * Column types of the fields the API's documentation names (the spec's post record and the production data
  * dictionary in the field notes). A documented field gets its declared type when its column is created, whatever
  * its first value looks like: a first window whose spends happen to be whole numbers must not make total_spend a
- * bigint that the first decimal then has to rewrite. Fields the documentation does not name (video metrics,
+ * bigint that the first decimal then has to rewrite. A run creates those columns before any page arrives
+ * (expectedFields), so that processes loading side by side never wait for one another's DDL. Fields the documentation does not name (video metrics,
  * anything new) are typed from their values (field-types.ts).
  *
  * The metrics added in v4 are documented as "counts and rates" without types: counts are bigint, rates and

@@ -11,6 +11,8 @@
  * some values were parked in a side column nobody reads. The remedy is explicit: an operator widens the
  * column (ALTER TABLE … TYPE text or jsonb; types are read from the catalog, the loader follows) and re-runs.
  * A field whose values are all null gets no column until a non-null value types it: its rows read NULL anyway.
+ * The documented fields a run loads are known before any page: their columns are made at its preparation
+ * (addDeclaredColumns), so that pages of documented records need no DDL.
  */
 import type pg from 'pg';
 import { DataError, oneLine } from '../errors.js';
