@@ -222,7 +222,8 @@ function checkDates(posts: readonly MappedPost[], field: string, place: PagePlac
 }
 
 /**
- * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry
+ * Applies the changes to posts that are still needed under the DDL lock (none needed as posts is now: returns at
+ * once, without the lock), records new fields in the registry
  * (`owned`: the names no renamed field may take besides the registered fields: documented fields, the page's),
  * logs the changes once committed (the columns added as one line: a first page adds dozens), and returns the
  * fresh registry.
@@ -240,6 +241,18 @@ export async function evolvePosts(
   // its page again against the registry returned.
   const current = await readRegistry(pool, target);
   if (!changes.some((change) => isNeeded(change, current))) return current;
+  return applyChanges(pool, target, logger, changes, signal, owned);
+}
+
+/** evolvePosts' DDL transaction: the changes still needed under the DDL lock, made and logged. */
+async function applyChanges(
+  pool: pg.Pool,
+  target: Target,
+  logger: Logger,
+  changes: readonly ColumnChange[],
+  signal: AbortSignal | undefined,
+  owned: Iterable<string>,
+): Promise<Registry> {
   // Plain names first: a field whose name is a column name takes it before any renamed field is named.
   const ordered = [...changes].sort(
     (a, b) => Number(!isPlainColumnName(a.field)) - Number(!isPlainColumnName(b.field)),
@@ -349,5 +362,5 @@ export async function addDeclaredColumns(
     if (registry.byField.get(field)?.exists !== true) changes.push({ field, action: 'add', type });
   }
   if (changes.length === 0) return registry;
-  return evolvePosts(pool, target, logger, changes, signal, fields.keys());
+  return applyChanges(pool, target, logger, changes, signal, fields.keys());
 }
