@@ -12,6 +12,8 @@
  * binary, and the table and results.json say which; servers, floors and references stay on the bench's own
  * build and node. The connector's CPU time (user + system) is recorded beside its wall time. `--profiles DIR`
  * keeps the load figure's CPU profiles (.cpuprofile, for Chrome's DevTools) beside their summaries.
+ * `--scale-out split,partitions` picks scale-out's figures (both by default); `--logs DIR` keeps the log of every
+ * process scale-out starts, one file each, to see where a process waited.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -30,7 +32,13 @@ import {
 } from './load-throughput.js';
 import { benchMemory, type MemoryResult } from './memory.js';
 import { benchReaders, type ReadersResult, readersOptions } from './readers.js';
-import { benchScaleOut, type ScaleOutResult, scaleOutOptions } from './scale-out.js';
+import {
+  benchScaleOut,
+  SCALE_OUT_FIGURES,
+  type ScaleOutFigureName,
+  type ScaleOutResult,
+  scaleOutOptions,
+} from './scale-out.js';
 
 const RESULTS = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
 const PARTS = ['load', 'e2e', 'memory', 'readers', 'scale-out'];
@@ -107,26 +115,29 @@ function readerRows(readers: ReadersResult): string[][] {
 function scaleOutRows(scaleOut: ScaleOutResult): string[][] {
   const s = scaleOut.split;
   const p = scaleOut.partitions;
-  const first = p.ranges[0]!;
-  const last = p.ranges.at(-1)!;
-  return [
-    [
+  const rows: string[][] = [];
+  if (s !== undefined)
+    rows.push([
       `Backfill ${s.from}..${s.to} (${s.windows} windows, delay ${s.generationDelayMs} ms, latency ${s.latencyMs} ms) as ${s.processes} processes × --concurrency ${s.concurrencyEach} on one schema`,
       seconds(s.measuredMs),
       `1 process × --concurrency ${s.concurrencyAlone} ${seconds(s.referenceMs)}`,
       `${s.ratio.toFixed(2)}×`,
       `≤ ${TARGETS.scaleOutSplit}×`,
       verdict(s.ratio <= TARGETS.scaleOutSplit),
-    ],
-    [
+    ]);
+  if (p !== undefined) {
+    const first = p.ranges[0]!;
+    const last = p.ranges.at(-1)!;
+    rows.push([
       `${p.partitions} partitions of ${p.partitionDays} days (${first.from}..${last.to}, ${p.windows} windows) + ${p.duplicates} duplicates of the first at once (${p.processes} processes, delay ${p.generationDelayMs} ms)`,
       seconds(p.measuredMs),
       `one partition alone (${p.windowsEach} windows) ${seconds(p.referenceMs)}`,
       `${p.ratio.toFixed(2)}×`,
       `≤ ${TARGETS.scaleOutPartitions}×`,
       verdict(p.ratio <= TARGETS.scaleOutPartitions),
-    ],
-  ];
+    ]);
+  }
+  return rows;
 }
 
 /** The rows of one figure with the column saying what the connector ran on put second. */
@@ -275,6 +286,8 @@ async function main(): Promise<void> {
       node: { type: 'string' },
       workloads: { type: 'string' },
       profiles: { type: 'string' },
+      'scale-out': { type: 'string' },
+      logs: { type: 'string' },
     },
   });
   const smoke = values.smoke === true;
@@ -288,6 +301,12 @@ async function main(): Promise<void> {
   if (unknownWorkloads.length > 0)
     throw new Error(
       `--workloads: unknown ${unknownWorkloads.join(', ')} (workloads: ${WORKLOADS.join(', ')})`,
+    );
+  const figures = (list(values['scale-out']) ?? [...SCALE_OUT_FIGURES]) as ScaleOutFigureName[];
+  const unknownFigures = figures.filter((f) => !(SCALE_OUT_FIGURES as readonly string[]).includes(f));
+  if (unknownFigures.length > 0)
+    throw new Error(
+      `--scale-out: unknown ${unknownFigures.join(', ')} (figures: ${SCALE_OUT_FIGURES.join(', ')})`,
     );
   const runOn = connectors(list(values.cli) ?? [CLI], list(values.node) ?? [process.execPath]);
   const serverUrl = values['database-url']!;
@@ -323,7 +342,12 @@ async function main(): Promise<void> {
         ? await perConnector(context, (c) => benchReaders(c, readersOptions(smoke)))
         : [],
       scaleOut: only.has('scale-out')
-        ? await perConnector(context, (c) => benchScaleOut(c, scaleOutOptions(smoke)))
+        ? await perConnector(context, (c) =>
+            benchScaleOut(c, scaleOutOptions(smoke), {
+              figures,
+              ...(values.logs === undefined ? {} : { logDir: values.logs }),
+            }),
+          )
         : [],
     };
     process.stdout.write(`${report(results)}\n\nMachine: ${machine}\nConnectors:\n  ${connectorLines}\n`);

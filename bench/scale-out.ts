@@ -13,7 +13,9 @@
  * Wall time runs from the first spawn to the last process's exit. Every process must exit 0, and the windows the
  * processes loaded must add up to the range with no post loaded twice.
  */
+import { createWriteStream } from 'node:fs';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { cutWindows } from '../src/pipeline/windows.js';
 import { type BenchContext, cliEnv } from './bench-context.js';
@@ -142,14 +144,19 @@ export interface ScaleOutFigure {
   readonly runs: { readonly measured: MeasurementRun[]; readonly reference: MeasurementRun[] };
 }
 
+/** The figures of scale-out (--scale-out picks some; both by default). */
+export const SCALE_OUT_FIGURES = ['split', 'partitions'] as const;
+export type ScaleOutFigureName = (typeof SCALE_OUT_FIGURES)[number];
+
 export interface ScaleOutResult {
-  readonly split: ScaleOutFigure & {
+  /** Absent when not measured (--scale-out). */
+  readonly split?: ScaleOutFigure & {
     readonly from: string;
     readonly to: string;
     readonly concurrencyEach: number;
     readonly concurrencyAlone: number;
   };
-  readonly partitions: ScaleOutFigure & {
+  readonly partitions?: ScaleOutFigure & {
     readonly partitions: number;
     readonly partitionDays: number;
     readonly duplicates: number;
@@ -218,6 +225,7 @@ async function measure(
   schema: string,
   commands: readonly Backfill[],
   windows: number,
+  logDir: string | undefined,
 ): Promise<MeasurementRun> {
   await dropSchema(context, schema);
   const sim = await startSimulatorChild(simulator);
@@ -227,23 +235,27 @@ async function measure(
     const loadBefore = loadavg()[0] ?? 0;
     const t0 = Date.now();
     const started = performance.now();
-    const children = commands.map((command) => {
+    const children = commands.map((command, i) => {
       const watcher = logWatcher();
       const args = backfillArgs(command);
+      const log =
+        logDir === undefined
+          ? undefined
+          : createWriteStream(join(logDir, `${label.replaceAll(' ', '-')}-${i}.log`));
+      const onStderr = (chunk: string): void => {
+        watcher.onStderr(chunk);
+        log?.write(chunk);
+      };
       return {
         args: args.join(' '),
         windows: cutWindows(command.from, command.to, 7).length,
         times: watcher.times,
-        result: runCli(
-          context.connector,
-          ['backfill', ...args, '--schema', schema],
-          env,
-          [],
-          watcher.onStderr,
-        ).then((result) => ({
-          result,
-          exitAtMs: performance.now() - started,
-        })),
+        result: runCli(context.connector, ['backfill', ...args, '--schema', schema], env, [], onStderr).then(
+          (result) => {
+            log?.end();
+            return { result, exitAtMs: performance.now() - started };
+          },
+        ),
       };
     });
     const ended = await Promise.all(children.map((c) => c.result));
@@ -349,7 +361,11 @@ async function figure(
   };
 }
 
-async function benchSplit(context: BenchContext, options: ScaleOutOptions): Promise<ScaleOutResult['split']> {
+async function benchSplit(
+  context: BenchContext,
+  options: ScaleOutOptions,
+  logDir: string | undefined,
+): Promise<NonNullable<ScaleOutResult['split']>> {
   const o = options.split;
   const windows = cutWindows(o.from, o.to, 7).length;
   context.log(
@@ -370,6 +386,7 @@ async function benchSplit(context: BenchContext, options: ScaleOutOptions): Prom
           concurrency: o.concurrencyEach,
         })),
         windows,
+        logDir,
       ),
     (rep) =>
       measure(
@@ -379,6 +396,7 @@ async function benchSplit(context: BenchContext, options: ScaleOutOptions): Prom
         `bench_scale_alone_${rep}`,
         [{ from: o.from, to: o.to, concurrency: o.concurrencyAlone }],
         windows,
+        logDir,
       ),
   );
   return {
@@ -404,7 +422,8 @@ function addDays(date: string, days: number): string {
 async function benchPartitions(
   context: BenchContext,
   options: ScaleOutOptions,
-): Promise<ScaleOutResult['partitions']> {
+  logDir: string | undefined,
+): Promise<NonNullable<ScaleOutResult['partitions']>> {
   const o = options.partitions;
   const ranges = Array.from({ length: o.partitions }, (_, i) => ({
     from: addDays(o.from, i * o.partitionDays),
@@ -420,7 +439,8 @@ async function benchPartitions(
   const result = await figure(
     context,
     'partitions',
-    (rep) => measure(context, `partitions rep ${rep + 1}`, o, `bench_scale_parts_${rep}`, commands, windows),
+    (rep) =>
+      measure(context, `partitions rep ${rep + 1}`, o, `bench_scale_parts_${rep}`, commands, windows, logDir),
     (rep) =>
       measure(
         context,
@@ -429,6 +449,7 @@ async function benchPartitions(
         `bench_scale_part_${rep}`,
         [ranges[0]!],
         windowsEach,
+        logDir,
       ),
   );
   return {
@@ -446,11 +467,21 @@ async function benchPartitions(
   };
 }
 
+/** Which figures to measure, and where to keep every process's log (one file per process; absent: not kept). */
+export interface ScaleOutRun {
+  readonly figures?: readonly ScaleOutFigureName[];
+  readonly logDir?: string;
+}
+
 export async function benchScaleOut(
   context: BenchContext,
   options: ScaleOutOptions,
+  run: ScaleOutRun = {},
 ): Promise<ScaleOutResult> {
-  const split = await benchSplit(context, options);
-  const partitions = await benchPartitions(context, options);
-  return { split, partitions };
+  const figures = run.figures ?? SCALE_OUT_FIGURES;
+  const split = figures.includes('split') ? await benchSplit(context, options, run.logDir) : undefined;
+  const partitions = figures.includes('partitions')
+    ? await benchPartitions(context, options, run.logDir)
+    : undefined;
+  return { ...(split === undefined ? {} : { split }), ...(partitions === undefined ? {} : { partitions }) };
 }

@@ -2,7 +2,8 @@
  * Column types of the fields the API's documentation names (the spec's post record and the production data
  * dictionary in the field notes). A documented field gets its declared type when its column is created, whatever
  * its first value looks like: a first window whose spends happen to be whole numbers must not make total_spend a
- * bigint that the first decimal then has to rewrite. Fields the documentation does not name (video metrics,
+ * bigint that the first decimal then has to rewrite. A run creates those columns before any page arrives
+ * (expectedFields), so that processes loading side by side never wait for one another's DDL. Fields the documentation does not name (video metrics,
  * anything new) are typed from their values (field-types.ts).
  *
  * The metrics added in v4 are documented as "counts and rates" without types: counts are bigint, rates and
@@ -64,6 +65,21 @@ export function declaredTypes(postIdField: string): ReadonlyMap<string, Declared
   if (postIdField.endsWith(POST_ID_SUFFIX) && postIdField !== 'platform_post_id') {
     types.set(`${postIdField.slice(0, -POST_ID_SUFFIX.length)}_asset_id`, types.get(ASSET_ID) ?? 'bigint');
   }
+  return types;
+}
+
+/**
+ * The documented fields a post record of this target carries, with their declared types: the columns a run makes
+ * before any page arrives. One asset id: the one named like the post id (`<brand>_asset_id` beside
+ * `<brand>_post_id`); platform_asset_id, the documentation's stand-in for it, only for a post id of another form.
+ * A platform_asset_id that comes anyway still gets its declared type (declaredTypes).
+ */
+export function expectedFields(postIdField: string): ReadonlyMap<string, DeclaredType> {
+  const types = new Map(declaredTypes(postIdField));
+  const assetId = postIdField.endsWith(POST_ID_SUFFIX)
+    ? `${postIdField.slice(0, -POST_ID_SUFFIX.length)}_asset_id`
+    : ASSET_ID;
+  if (assetId !== ASSET_ID) types.delete(ASSET_ID);
   return types;
 }
 

@@ -64,9 +64,14 @@ export async function lockForSession(db: Queryable, key: string): Promise<void> 
   await db.query(`SELECT pg_advisory_lock(${LOCK_NUMBER})`, [key]);
 }
 
-/** Lets go of the session lock on `key`. */
-export async function unlockSession(db: Queryable, key: string): Promise<void> {
-  await db.query(`SELECT pg_advisory_unlock(${LOCK_NUMBER})`, [key]);
+/** Lets go of the session lock on `key` (held exclusive unless told). */
+export async function unlockSession(
+  db: Queryable,
+  key: string,
+  mode: RunLockMode = 'exclusive',
+): Promise<void> {
+  const fn = mode === 'shared' ? 'pg_advisory_unlock_shared' : 'pg_advisory_unlock';
+  await db.query(`SELECT ${fn}(${LOCK_NUMBER})`, [key]);
 }
 
 /** Takes the session lock on `key` if free (shared: with other shared holders); false when it is not. */
@@ -220,34 +225,54 @@ export async function acquireRunLock(
   };
   let mode: RunLockMode;
   let gated = false;
+  const sharedWait = `a reset or a migration holds schema "${schema}" alone`;
+  // The run lock shared, taken while waiting for the process before this one (below).
+  let held = false;
   try {
     let reason = (await options.alone?.(client)) ?? null;
-    if (reason !== null) {
-      // Whoever needs the schema alone queues here first, one at a time: once it is its turn, it asks again
-      // (the process before it may have applied the same migrations), so that only the first waits for the runs.
-      await take(
-        gate,
-        'exclusive',
-        `${reason} needs schema "${schema}" alone, and another process is before it`,
-      );
-      gated = true;
+    if (reason !== null && !(await tryLockSession(client, gate))) {
+      // Another process is before this one among those who need the schema alone: most often a run started at the
+      // same moment for the same migrations. Wait for it to share the schema (behind it in the run lock's queue)
+      // and ask again: what it did is then done, and every process that waited for it starts at once rather than
+      // taking the queue's turns one by one. Only what is still to do alone goes through the queue.
+      await take(key, 'shared', sharedWait);
+      held = true;
       reason = (await options.alone?.(client)) ?? null;
+      if (reason !== null) {
+        await unlockSession(client, key, 'shared');
+        held = false;
+        // Whoever needs the schema alone queues here first, one at a time: once it is its turn, it asks again
+        // (the process before it may have done the same), so that only the first waits for the runs.
+        await take(
+          gate,
+          'exclusive',
+          `${reason} needs schema "${schema}" alone, and another process is before it`,
+        );
+        gated = true;
+        reason = (await options.alone?.(client)) ?? null;
+      }
+    } else if (reason !== null) {
+      gated = true;
     }
     mode = reason === null ? 'shared' : 'exclusive';
-    await take(
-      key,
-      mode,
-      reason === null
-        ? `a reset or a migration holds schema "${schema}" alone`
-        : `${reason} needs schema "${schema}" alone, and other runs are working on it`,
-    );
+    if (!held) {
+      await take(
+        key,
+        mode,
+        reason === null
+          ? sharedWait
+          : `${reason} needs schema "${schema}" alone, and other runs are working on it`,
+      );
+    }
     if (gated && mode === 'shared') {
       await unlockSession(client, gate);
       gated = false;
     }
   } catch (error) {
     // Ending the session frees whatever it holds.
-    client.release(error instanceof StoreError && !gated ? undefined : error instanceof Error ? error : true);
+    client.release(
+      error instanceof StoreError && !gated && !held ? undefined : error instanceof Error ? error : true,
+    );
     throw error;
   }
   const lock = new SessionRunLock(pool, key, client, mode, options, gated ? gate : undefined);

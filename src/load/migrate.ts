@@ -4,7 +4,8 @@
  * are chosen by configuration ({{schema}}, {{post_id}}), so the ~100 lines below are the honest price.
  * Rules: files `NNN_name.sql`, applied in number order, each once in its own transaction, recorded with a
  * checksum of the file as written (an applied file that was edited is refused), all under a session advisory
- * lock keyed by the schema so that two processes starting together apply each migration exactly once.
+ * lock keyed by the schema so that two processes starting together apply each migration exactly once; a schema
+ * with nothing pending is only read, without the lock.
  * A migration that failed on some schemas is fixed in place, not by a later one (which those schemas could never
  * reach): its earlier text, applied elsewhere, stays accepted through EARLIER_CHECKSUMS.
  */
@@ -75,6 +76,14 @@ export async function migrate(
   let locked = false;
   try {
     signal?.throwIfAborted();
+    // A schema that is up to date (every run after the first) is only read: no lock, no DDL. Each migration is
+    // recorded in its own transaction, so every file recorded means every file applied, never a schema half-way;
+    // anything pending is read again under the lock, where another process may have applied it meanwhile.
+    const recorded = await readApplied(client, target);
+    if (recorded !== null && pendingOf(files, recorded, target).length === 0) {
+      await checkPostIdColumn(client, target);
+      return { applied: [] };
+    }
     await lockForSession(client, migrateLockKey(target.schema));
     locked = true;
     // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists: a role owning only its schema could not run.
@@ -112,15 +121,8 @@ export async function pendingMigrations(
   options: MigrateOptions = {},
 ): Promise<string[]> {
   const files = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
-  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
-    qualified(target.schema, 'schema_migrations'),
-  ]);
-  if (!rows[0]?.exists) return files.map((f) => f.name);
-  const applied = await db.query<{ name: string }>(
-    `SELECT name FROM ${qualified(target.schema, 'schema_migrations')}`,
-  );
-  const done = new Set(applied.rows.map((r) => r.name));
-  return files.filter((f) => !done.has(f.name)).map((f) => f.name);
+  const recorded = await readApplied(db, target);
+  return files.filter((f) => !recorded?.has(f.name)).map((f) => f.name);
 }
 
 /** Applies, each in its own transaction, the migrations not yet recorded; refuses an applied one that was edited. */
@@ -132,23 +134,8 @@ async function applyPending(
   signal?: AbortSignal,
 ): Promise<string[]> {
   const migrations = qualified(target.schema, 'schema_migrations');
-  const done = new Map<string, string>();
-  const rows = await client.query<{ name: string; checksum: string }>(
-    `SELECT name, checksum FROM ${migrations}`,
-  );
-  for (const row of rows.rows) done.set(row.name, row.checksum);
   const applied: string[] = [];
-  for (const file of files) {
-    const checksum = done.get(file.name);
-    if (checksum !== undefined) {
-      if (checksum !== file.checksum && !EARLIER_CHECKSUMS[file.name]?.includes(checksum)) {
-        throw new StoreError(
-          'SCHEMA_MISMATCH',
-          `migration ${file.name} was edited after it was applied to schema ${target.schema}; add a new migration instead`,
-        );
-      }
-      continue;
-    }
+  for (const file of pendingOf(files, (await readApplied(client, target)) ?? new Map(), target)) {
     signal?.throwIfAborted();
     await client.query('BEGIN');
     try {
@@ -166,6 +153,43 @@ async function applyPending(
     logger.info({ migration: file.name, schema: target.schema }, 'migration applied');
   }
   return applied;
+}
+
+/** The checksum of each migration recorded in the target schema; null when it has no record yet. */
+async function readApplied(
+  client: Pick<pg.ClientBase, 'query'>,
+  target: Target,
+): Promise<ReadonlyMap<string, string> | null> {
+  const migrations = qualified(target.schema, 'schema_migrations');
+  const { rows } = await client.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
+    migrations,
+  ]);
+  if (!rows[0]?.exists) return null;
+  const recorded = await client.query<{ name: string; checksum: string }>(
+    `SELECT name, checksum FROM ${migrations}`,
+  );
+  return new Map(recorded.rows.map((row) => [row.name, row.checksum]));
+}
+
+/** The files not recorded yet, in order; refuses a recorded one that was edited since. */
+function pendingOf(
+  files: readonly MigrationFile[],
+  recorded: ReadonlyMap<string, string>,
+  target: Target,
+): MigrationFile[] {
+  const pending: MigrationFile[] = [];
+  for (const file of files) {
+    const checksum = recorded.get(file.name);
+    if (checksum === undefined) {
+      pending.push(file);
+    } else if (checksum !== file.checksum && !EARLIER_CHECKSUMS[file.name]?.includes(checksum)) {
+      throw new StoreError(
+        'SCHEMA_MISMATCH',
+        `migration ${file.name} was edited after it was applied to schema ${target.schema}; add a new migration instead`,
+      );
+    }
+  }
+  return pending;
 }
 
 /** Replaces the identifier placeholders with quoted identifiers, and the partition period with a literal. */

@@ -40,17 +40,24 @@ export function readRegistry(schema: string): string {
 export const readColumns = `SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS sql_type
   FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`;
 
-export function addColumn(schema: string, table: string, column: string, type: string): string {
-  return `ALTER TABLE ${qualified(schema, table)} ADD COLUMN ${pg.escapeIdentifier(column)} ${type}`;
-}
-
 export function alterColumnType(schema: string, table: string, column: string, type: string): string {
   return `ALTER TABLE ${qualified(schema, table)} ALTER COLUMN ${pg.escapeIdentifier(column)} TYPE ${type} USING ${pg.escapeIdentifier(column)}::${type}`;
 }
 
-/** $1 field, $2 column. */
-export function registerField(schema: string): string {
-  return `INSERT INTO ${qualified(schema, 'field_columns')} (field, column_name) VALUES ($1, $2)`;
+/** Adds every column in one statement: one lock of the table and its partitions, one catalog invalidation. */
+export function addColumns(
+  schema: string,
+  table: string,
+  columns: readonly { readonly column: string; readonly type: string }[],
+): string {
+  const clauses = columns.map((c) => `ADD COLUMN ${pg.escapeIdentifier(c.column)} ${c.type}`);
+  return `ALTER TABLE ${qualified(schema, table)} ${clauses.join(', ')}`;
+}
+
+/** $1 fields, $2 their columns (text arrays of the same length). */
+export function registerFields(schema: string): string {
+  return `INSERT INTO ${qualified(schema, 'field_columns')} (field, column_name)
+          SELECT * FROM unnest($1::text[], $2::text[])`;
 }
 
 // ---- stage -------------------------------------------------------------------------------------------------

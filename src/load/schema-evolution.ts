@@ -11,6 +11,8 @@
  * some values were parked in a side column nobody reads. The remedy is explicit: an operator widens the
  * column (ALTER TABLE … TYPE text or jsonb; types are read from the catalog, the loader follows) and re-runs.
  * A field whose values are all null gets no column until a non-null value types it: its rows read NULL anyway.
+ * The documented fields a run loads are known before any page: their columns are made at its preparation
+ * (addDeclaredColumns), so that pages of documented records need no DDL.
  */
 import type pg from 'pg';
 import { DataError, oneLine } from '../errors.js';
@@ -149,6 +151,13 @@ export function planPage(
   return { fields: types, changes };
 }
 
+/** Whether a change is still to be made to posts as the registry shows it. */
+function isNeeded(change: ColumnChange, registry: Registry): boolean {
+  const info = registry.byField.get(change.field);
+  if (change.action === 'add') return info?.exists !== true;
+  return info?.exists === true && widens(info.type, change.type);
+}
+
 // The widenings the loader makes: bigint → numeric → text, each keeping every value (as digits in text).
 const WIDTH: Readonly<Partial<Record<ColumnType, number>>> = { bigint: 1, numeric: 2, text: 3 };
 
@@ -213,7 +222,8 @@ function checkDates(posts: readonly MappedPost[], field: string, place: PagePlac
 }
 
 /**
- * Applies the changes to posts that are still needed under the DDL lock, records new fields in the registry
+ * Applies the changes to posts that are still needed under the DDL lock (none needed as posts is now: returns at
+ * once, without the lock), records new fields in the registry
  * (`owned`: the names no renamed field may take besides the registered fields: documented fields, the page's),
  * logs the changes once committed (the columns added as one line: a first page adds dozens), and returns the
  * fresh registry.
@@ -225,6 +235,23 @@ export async function evolvePosts(
   changes: readonly ColumnChange[],
   signal?: AbortSignal,
   owned: Iterable<string> = [],
+): Promise<Registry> {
+  // Processes loading side by side meet the same new fields in their first pages: when another one has made
+  // these changes already, nothing waits for the DDL lock, which a commit holds while it runs. The caller plans
+  // its page again against the registry returned.
+  const current = await readRegistry(pool, target);
+  if (!changes.some((change) => isNeeded(change, current))) return current;
+  return applyChanges(pool, target, logger, changes, signal, owned);
+}
+
+/** evolvePosts' DDL transaction: the changes still needed under the DDL lock, made and logged. */
+async function applyChanges(
+  pool: pg.Pool,
+  target: Target,
+  logger: Logger,
+  changes: readonly ColumnChange[],
+  signal: AbortSignal | undefined,
+  owned: Iterable<string>,
 ): Promise<Registry> {
   // Plain names first: a field whose name is a column name takes it before any renamed field is named.
   const ordered = [...changes].sort(
@@ -248,15 +275,29 @@ export async function evolvePosts(
         const registry = await readRegistry(client, target);
         const taken = new Set(registry.taken);
         const reserved = new Set([...owned, ...registry.byField.keys()]);
+        const unregistered: { field: string; column: string }[] = [];
         for (const change of ordered) {
           const info = registry.byField.get(change.field);
-          if (change.action === 'add' && !info?.exists) {
-            const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
-            taken.add(column);
-            await client.query(queries.addColumn(target.schema, 'posts', column, change.type));
-            if (!info) await client.query(queries.registerField(target.schema), [change.field, column]);
-            added.push({ field: change.field, column, type: change.type });
-          } else if (change.action === 'widen' && info?.exists && widens(info.type, change.type)) {
+          if (change.action !== 'add' || info?.exists) continue;
+          const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
+          taken.add(column);
+          if (!info) unregistered.push({ field: change.field, column });
+          added.push({ field: change.field, column, type: change.type });
+        }
+        // One statement for every new column: a first page (or a run's documented fields) adds dozens, and each
+        // statement on posts locks it with its partitions and makes every session read its definition again.
+        if (added.length > 0) {
+          await client.query(queries.addColumns(target.schema, 'posts', added));
+        }
+        if (unregistered.length > 0) {
+          await client.query(queries.registerFields(target.schema), [
+            unregistered.map((u) => u.field),
+            unregistered.map((u) => u.column),
+          ]);
+        }
+        for (const change of ordered) {
+          const info = registry.byField.get(change.field);
+          if (change.action === 'widen' && info?.exists && widens(info.type, change.type)) {
             const result = await retypeColumn(
               client,
               {
@@ -299,4 +340,27 @@ export async function evolvePosts(
     }
     return fresh;
   }
+}
+
+/**
+ * Gives the documented fields of `fields` their columns of declared type before any page arrives, all in one DDL
+ * transaction, so that no page of a documented record needs DDL and processes loading side by side never wait for
+ * one another's columns. Reads first and takes the DDL lock only when a column is missing: a schema set up already
+ * costs one read. A column that exists keeps its type (an older schema's bigint total_spend stays bigint until a
+ * value needs more). Returns the registry, fresh.
+ */
+export async function addDeclaredColumns(
+  pool: pg.Pool,
+  target: Target,
+  logger: Logger,
+  fields: ReadonlyMap<string, DeclaredType>,
+  signal?: AbortSignal,
+): Promise<Registry> {
+  const registry = await readRegistry(pool, target);
+  const changes: ColumnChange[] = [];
+  for (const [field, type] of fields) {
+    if (registry.byField.get(field)?.exists !== true) changes.push({ field, action: 'add', type });
+  }
+  if (changes.length === 0) return registry;
+  return applyChanges(pool, target, logger, changes, signal, fields.keys());
 }

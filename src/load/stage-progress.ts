@@ -72,11 +72,14 @@ export async function alignColumns(
   have: ReadonlyMap<string, string>,
   want: Iterable<readonly [string, string]>,
 ): Promise<void> {
+  const added: { column: string; type: string }[] = [];
   for (const [name, type] of want) {
     const current = have.get(name);
-    if (current === undefined) await client.query(queries.addColumn(schema, table, name, type));
+    if (current === undefined) added.push({ column: name, type });
     else if (current !== type) await client.query(queries.alterColumnType(schema, table, name, type));
   }
+  // One statement for a window's first page, which adds every column of its records: one round trip, not dozens.
+  if (added.length > 0) await client.query(queries.addColumns(schema, table, added));
 }
 
 export function checkWindow(window: Window): void {

@@ -2,8 +2,10 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { withTransaction } from '../load/database.js';
+import { type DeclaredType, expectedFields } from '../load/declared-types.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { addDeclaredColumns } from '../load/schema-evolution.js';
 import { applyFieldSelection, readStoredFields } from '../load/stored-fields.js';
 import {
   firstLoadedDate,
@@ -15,6 +17,7 @@ import {
   writeTarget,
 } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
+import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
 import { canonicalFilters, type Filters } from '../model/filters.js';
 import type { RunContext } from './run-context.js';
 import type { LoadedHistory, RunRange, RunRequest } from './run-request.js';
@@ -34,7 +37,8 @@ export interface PreparedRun {
 
 /**
  * Decides the range and the windows to load. The range is decided before anything is written, so that a refused
- * run leaves the database as it was; a reset then clears the schema in one transaction.
+ * run leaves the database as it was; a reset then clears the schema in one transaction. The columns of the
+ * documented fields the selection keeps are made then, before any page arrives.
  */
 export async function prepareRun(
   pool: pg.Pool,
@@ -53,12 +57,8 @@ export async function prepareRun(
     await readStoredFields(pool, schema, stored?.target.fieldSelection ?? null),
     request.reset,
   );
-  await migrate(
-    pool,
-    { schema, postIdField: config.api.postIdField, partitionPeriod: config.db.partitionPeriod },
-    logger,
-    signal,
-  );
+  const target = { schema, postIdField: config.api.postIdField, partitionPeriod: config.db.partitionPeriod };
+  await migrate(pool, target, logger, signal);
   let reset: ResetCounts | undefined;
   let cursor: string | null = null;
   if (request.reset) {
@@ -76,6 +76,13 @@ export async function prepareRun(
   } else {
     cursor = stored.target.cursorDate;
   }
+  await addDeclaredColumns(
+    pool,
+    target,
+    logger,
+    keptFields(expectedFields(target.postIdField), fields),
+    signal,
+  );
   if (range.notice !== undefined) logger.warn(range.notice);
   const loaded = await loadedWindows(pool, schema);
   const plan = planWindows(range.windows, loaded, {
@@ -93,6 +100,15 @@ export async function prepareRun(
     cursor,
     ...(reset === undefined ? {} : { reset }),
   };
+}
+
+/** The documented fields the run's selection keeps. */
+function keptFields(
+  fields: ReadonlyMap<string, DeclaredType>,
+  selection: FieldSelection,
+): ReadonlyMap<string, DeclaredType> {
+  const keep = fieldFilter(selection);
+  return keep === null ? fields : new Map([...fields].filter(([field]) => keep(field)));
 }
 
 /** The stored target and history, or null when the schema has not been set up yet. */

@@ -140,8 +140,9 @@ async function loadRun(
     reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
   });
   try {
-    await claims.start();
+    // The schema is ready: the processes waiting for it go on while this one opens its claims' connection.
     await lock.share();
+    await claims.start();
     const outcome = await loadGroups(new WindowStager(run), prepared.groups, {
       concurrency: config.run.concurrency,
       signal,

@@ -99,7 +99,10 @@ describe('field names (the built CLI against hand-made pages)', () => {
       cliEnv(server, db.url),
     );
     expect(first.code, first.stderr.slice(-2000)).toBe(0);
-    // What an older version did: the renamed field took the plain name of a field that came later.
+    // What an older version did: it made no column for a documented field before a value came, and the renamed
+    // field took the plain name of a field that came later.
+    await db.pool.query('ALTER TABLE legacy.posts DROP COLUMN total_spend');
+    await db.pool.query(`DELETE FROM legacy.field_columns WHERE field = 'total_spend'`);
     await db.pool.query('ALTER TABLE legacy.posts RENAME COLUMN total_spend_2 TO total_spend');
     await db.pool.query(
       `UPDATE legacy.field_columns SET column_name = 'total_spend' WHERE field = 'Total_Spend'`,

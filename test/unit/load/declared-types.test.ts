@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { declaredTypes, documentedFields } from '../../../src/load/declared-types.js';
+import { declaredTypes, documentedFields, expectedFields } from '../../../src/load/declared-types.js';
 import { fitOf, isColumnDate } from '../../../src/load/field-types.js';
 import { planPage, type Registry } from '../../../src/load/schema-evolution.js';
 import { ExactNumber, type FieldValue, type MappedPost } from '../../../src/model/post-record.js';
@@ -31,6 +31,19 @@ describe('declared types of documented fields', () => {
     expect(documentedFields('acme_post_id')).toEqual(
       expect.arrayContaining(['acme_post_id', 'custom_segments', 'acme_asset_id', 'email']),
     );
+  });
+
+  it('expects one asset id, named like the post id, among the columns made before any page', () => {
+    expect(expectedFields('platform_post_id').get('platform_asset_id')).toBe('bigint');
+    const branded = expectedFields('acme_post_id');
+    expect(branded.get('acme_asset_id')).toBe('bigint');
+    expect(branded.has('platform_asset_id')).toBe(false);
+    expect(expectedFields('id').get('platform_asset_id')).toBe('bigint');
+    for (const fields of [expectedFields('platform_post_id'), branded]) {
+      expect(fields.get('total_spend')).toBe('numeric');
+      expect(fields.has('custom_segments')).toBe(false);
+      expect(fields.has('video_views')).toBe(false);
+    }
   });
 
   it('creates documented columns with their declared type whatever the first value, others from the values', () => {
