@@ -36,6 +36,10 @@ export interface DecodedPage {
 const MAX_POSTS = 1000;
 /** Deeper documents are left to the full parser, which knows its own stack. */
 const MAX_DEPTH = 512;
+/** Objects within a value with more keys are left to the full parser: their keys are checked for repeats one by one. */
+const MAX_MEMBERS = 256;
+/** How many keys of the record before are tried, from the place of the last one found, before a key is looked up. */
+const LOOKAHEAD = 4;
 const SEGMENTS_FIELD = 'custom_segments';
 
 const QUOTE = 0x22;
@@ -68,6 +72,11 @@ interface Key {
   /** One number per name, whatever its spelling: a record's keys are checked for repeats by it. */
   readonly slot: number;
   readonly role: 'id' | 'segments' | 'field' | 'dropped';
+  /**
+   * A key stringifyExactJson would not write as it is spelled where it stands: written with an escape, not
+   * well-formed, or one that may be an array index (V8 puts those first).
+   */
+  readonly odd: boolean;
 }
 
 /** A list of ints that grows: the tape's values and segments, four ints each. */
@@ -115,10 +124,13 @@ export function decodePage(text: string, context: MappingContext): DecodedPage |
 class PageDecoder {
   readonly #text: string;
   readonly #context: MappingContext;
-  /** False when the text holds a surrogate alone: a string's range is then checked before it is taken as it is. */
-  readonly #wellFormed: boolean;
   #i = 0;
-  readonly #keys = new Map<string, Key>();
+  /** The page's keys by a hash of their spelling (see #lookup). */
+  readonly #keys = new Map<number, Key[]>();
+  /** Where #keyFrom found its key in the keys it was given, plus one. */
+  #found = 0;
+  /** For each depth of the objects within a value, the slots of the keys of the one open (reused: no set each). */
+  readonly #members: number[][] = [];
   readonly #slots = new Map<string, number>();
   /** For each slot, the last record (counted from 1) that held its key. */
   readonly #seenIn: number[] = [];
@@ -156,7 +168,6 @@ class PageDecoder {
   constructor(text: string, context: MappingContext) {
     this.#text = text;
     this.#context = context;
-    this.#wellFormed = text.isWellFormed();
     // A value takes a dozen characters of the text at the least ("k":1, with its comma): room for most pages.
     this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(text.length / 12)));
   }
@@ -265,12 +276,14 @@ class PageDecoder {
     const shape = this.#shape;
     const keys = this.#reading;
     keys.length = 0;
+    let from = 0;
     this.#postValues[index] = this.#values.length / VALUE_STRIDE;
     this.#postSegments[index] = this.#segments.length / SEGMENT_STRIDE;
     this.#expect(OPEN_BRACE);
     if (!this.#closes(CLOSE_BRACE)) {
       do {
-        const key = this.#keyLike(shape[keys.length]);
+        const key = this.#keyFrom(shape, from);
+        from = this.#found;
         // A key repeated within the record: the full way decides whether the repeat is harmless.
         if (this.#seenIn[key.slot] === index + 1) throw notTaken;
         this.#seenIn[key.slot] = index + 1;
@@ -296,15 +309,24 @@ class PageDecoder {
     this.#shape = keys;
   }
 
-  /** The key at the cursor, found by its spelling; `guess`, the key in this place in the record before, first. */
-  #keyLike(guess: Key | undefined): Key {
+  /**
+   * The key at the cursor and its colon: first looked for among `shape`, the keys of the record before, from
+   * `from` on (records mostly repeat their keys, some left out), then among all keys of the page.
+   */
+  #keyFrom(shape: readonly Key[], from: number): Key {
     const text = this.#text;
     const at = this.#skipWhitespace();
-    if (guess !== undefined && text.startsWith(guess.spelling, at)) {
-      this.#i = at + guess.spelling.length;
-      this.#expectColon();
-      return guess;
+    const last = Math.min(shape.length, from + LOOKAHEAD);
+    for (let k = from; k < last; k++) {
+      const guess = shape[k]!;
+      if (text.startsWith(guess.spelling, at)) {
+        this.#i = at + guess.spelling.length;
+        this.#found = k + 1;
+        this.#expectColon();
+        return guess;
+      }
     }
+    this.#found = from;
     return this.#key();
   }
 
@@ -313,21 +335,39 @@ class PageDecoder {
     const at = this.#skipWhitespace();
     const text = this.#text;
     if (text.charCodeAt(at) !== QUOTE) throw notTaken;
-    const name = this.#string();
-    const spelling = text.slice(at, this.#i);
-    let key = this.#keys.get(spelling);
-    if (key === undefined) {
+    let key = this.#lookup(at);
+    if (key !== undefined) this.#i = at + key.spelling.length;
+    else {
+      const name = this.#string();
+      const spelling = text.slice(at, this.#i);
       let slot = this.#slots.get(name);
       if (slot === undefined) {
         slot = this.#slots.size;
         this.#slots.set(name, slot);
         this.#fieldOf[slot] = -1;
       }
-      key = { spelling, name, slot, role: this.#role(name) };
-      this.#keys.set(spelling, key);
+      const first = name.charCodeAt(0);
+      const odd = (first >= ZERO && first <= NINE) || !name.isWellFormed() || spelling.includes('\\');
+      key = { spelling, name, slot, role: this.#role(name), odd };
+      const hash = spellingHash(spelling, 0);
+      const bucket = this.#keys.get(hash);
+      if (bucket === undefined) this.#keys.set(hash, [key]);
+      else bucket.push(key);
     }
     this.#expectColon();
     return key;
+  }
+
+  /** The key of the page spelled as the one whose opening quote is at `at`, found without a string made of it. */
+  #lookup(at: number): Key | undefined {
+    const text = this.#text;
+    const bucket = this.#keys.get(spellingHash(text, at));
+    if (bucket === undefined) return undefined;
+    for (let k = 0; k < bucket.length; k++) {
+      const key = bucket[k]!;
+      if (text.startsWith(key.spelling, at)) return key;
+    }
+    return undefined;
   }
 
   #role(name: string): Key['role'] {
@@ -387,10 +427,12 @@ class PageDecoder {
     const shape = this.#segmentShape;
     const keys = this.#segmentReading;
     keys.length = 0;
+    let from = 0;
     this.#expect(OPEN_BRACE);
     if (!this.#closes(CLOSE_BRACE)) {
       do {
-        const key = this.#keyLike(shape[keys.length]);
+        const key = this.#keyFrom(shape, from);
+        from = this.#found;
         for (let k = 0; k < keys.length; k++) if (keys[k]!.slot === key.slot) throw notTaken;
         keys.push(key);
         const isName = key.name === 'name';
@@ -477,17 +519,12 @@ class PageDecoder {
    * TAPE_OWNED_STRING with its decoded text owned (#start its index). The cursor moves past its closing quote.
    */
   #stringValue(at: number): number {
-    const text = this.#text;
-    let p = at + 1;
-    let c = text.charCodeAt(p);
-    while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) c = text.charCodeAt(++p);
-    if (c === QUOTE) {
-      this.#i = p + 1;
-      if (this.#wellFormed || text.slice(at + 1, p).isWellFormed()) {
-        this.#start = at + 1;
-        this.#end = p;
-        return TAPE_STRING;
-      }
+    const end = this.#plainString(at);
+    if (end >= 0) {
+      this.#i = end + 1;
+      this.#start = at + 1;
+      this.#end = end;
+      return TAPE_STRING;
     }
     this.#i = at;
     const decoded = this.#string();
@@ -496,11 +533,30 @@ class PageDecoder {
     return TAPE_OWNED_STRING;
   }
 
+  /**
+   * The index of the closing quote of the string whose opening quote is at `at` when it holds neither an escape
+   * nor a surrogate alone, and so is its own content; else -1.
+   */
+  #plainString(at: number): number {
+    const text = this.#text;
+    let p = at + 1;
+    let c = text.charCodeAt(p);
+    while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const d = text.charCodeAt(p + 1);
+        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) return -1;
+        p++;
+      }
+      c = text.charCodeAt(++p);
+    }
+    return c === QUOTE ? p : -1;
+  }
+
   /** Validates and passes over any JSON value; a key repeated in one of its objects is the full way's to judge. */
   #skipValue(): void {
     const text = this.#text;
     // The keys of each container opened, innermost last; null for an array.
-    const open: (Set<string> | null)[] = [];
+    const open: (number[] | null)[] = [];
     for (;;) {
       const at = this.#skipWhitespace();
       const c = text.charCodeAt(at);
@@ -511,13 +567,19 @@ class PageDecoder {
           if (!this.#afterValue(open)) return;
           continue;
         }
-        const keys = c === OPEN_BRACE ? new Set<string>() : null;
+        let keys: number[] | null = null;
+        if (c === OPEN_BRACE) {
+          keys = this.#members[open.length] ??= [];
+          keys.length = 0;
+        }
         open.push(keys);
         if (keys !== null) this.#memberKey(keys);
         continue;
       }
       if (c === QUOTE) {
-        if (!this.#string().isWellFormed()) this.#oddities++;
+        const end = this.#plainString(at);
+        if (end >= 0) this.#i = end + 1;
+        else if (!this.#string().isWellFormed()) this.#oddities++;
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) this.#number();
       else if (!(this.#literal('true') || this.#literal('false') || this.#literal('null'))) throw notTaken;
       if (!this.#afterValue(open)) return;
@@ -525,7 +587,7 @@ class PageDecoder {
   }
 
   /** After a value inside containers: the next member's start, or the containers it closes; false when done. */
-  #afterValue(open: (Set<string> | null)[]): boolean {
+  #afterValue(open: (number[] | null)[]): boolean {
     while (open.length > 0) {
       const keys = open.at(-1)!;
       if (this.#next(keys === null ? CLOSE_BRACKET : CLOSE_BRACE)) {
@@ -538,12 +600,11 @@ class PageDecoder {
   }
 
   /** A key of an object being passed over, once. */
-  #memberKey(keys: Set<string>): void {
-    const name = this.#key().name;
-    if (keys.has(name)) throw notTaken;
-    keys.add(name);
-    const first = name.charCodeAt(0);
-    if ((first >= ZERO && first <= NINE) || !name.isWellFormed()) this.#oddities++;
+  #memberKey(keys: number[]): void {
+    const key = this.#key();
+    if (keys.length === MAX_MEMBERS || keys.includes(key.slot)) throw notTaken;
+    keys.push(key.slot);
+    if (key.odd) this.#oddities++;
   }
 
   /**
@@ -663,6 +724,25 @@ class PageDecoder {
  */
 function detached(slice: string): string {
   return `${slice} `.slice(0, -1);
+}
+
+/**
+ * A hash of the spelling of a key, from its opening quote at `at` to its closing quote (an escaped quote
+ * included); 0 when the text ends first (no key has that hash: the caller then reads the key as a string).
+ */
+function spellingHash(text: string, at: number): number {
+  let h = 1;
+  const n = text.length;
+  for (let p = at + 1; p < n; p++) {
+    let c = text.charCodeAt(p);
+    if (c === QUOTE) return h === 0 ? 1 : h;
+    if (c === BACKSLASH) {
+      h = (Math.imul(h, 31) + c) | 0;
+      c = text.charCodeAt(++p);
+    }
+    h = (Math.imul(h, 31) + c) | 0;
+  }
+  return 0;
 }
 
 /** TAPE_INT64 or TAPE_BIGNUM for an integer token of 19 digits (from `first`, after any minus at `start`). */
