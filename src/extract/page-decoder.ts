@@ -168,8 +168,9 @@ class PageDecoder {
   constructor(text: string, context: MappingContext) {
     this.#text = text;
     this.#context = context;
-    // A value takes a dozen characters of the text at the least ("k":1, with its comma): room for most pages.
-    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(text.length / 12)));
+    // Pages of posts hold a value in every 30 to 40 characters: room for them without growing, and not much more
+    // (the tape lives until the page is encoded).
+    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(text.length / 24)));
   }
 
   page(): DecodedPage {

@@ -69,7 +69,8 @@ export function encodeTape(
     types.push(columns[c]!.type);
   }
   const slots = new Int32Array(columns.length);
-  const out = new CopyBuffer(text.length + 64 * tape.length);
+  // A page's rows take half its text or so: its keys, quotes and commas are not written.
+  const out = new CopyBuffer(Math.ceil(0.6 * text.length) + 64 * tape.length);
   const segments = new CopyBuffer(tape.postSegments[tape.length]! * 64);
   let segmentRows = 0;
   const rowStarts: number[] = [];
