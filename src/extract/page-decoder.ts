@@ -14,6 +14,7 @@ import {
   SEGMENT_STRIDE,
   TAPE_BIGNUM,
   TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -144,6 +145,8 @@ class PageDecoder {
   readonly #strings = new JsonStringReader();
   /** See #irregular. */
   #oddities = 0;
+  /** Strings passed over within values that hold an escape JSON.stringify writes as it is (see #canonicalString). */
+  #canonicalEscapes = 0;
   #spaces = 0;
 
   // The tape being written.
@@ -481,12 +484,14 @@ class PageDecoder {
     else if (c === MINUS || (c >= ZERO && c <= NINE)) kind = this.#number();
     else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       const before = this.#irregular();
+      const escapes = this.#canonicalEscapes;
       this.#skipValue();
       this.#start = at;
       this.#end = this.#i;
-      // Written compactly, without escapes, lone surrogates or keys V8 would put first, a document is already what
-      // stringifyExactJson would write of it.
-      if (this.#irregular() === before) kind = TAPE_JSON;
+      // Written compactly, without escapes other than JSON.stringify's own, lone surrogates or keys V8 would put
+      // first, a document is already what stringifyExactJson would write of it.
+      if (this.#irregular() === before)
+        kind = this.#canonicalEscapes === escapes ? TAPE_JSON : TAPE_ESCAPED_JSON;
       else {
         let json: string;
         try {
@@ -553,6 +558,43 @@ class PageDecoder {
     return c === QUOTE ? p : -1;
   }
 
+  /**
+   * Like #plainString, for a string that may also hold the escapes JSON.stringify writes as they are (\" \\ \b
+   * \f \n \r \t; each such string counted in #canonicalEscapes); -1 for any other escape.
+   */
+  #canonicalString(at: number): number {
+    const text = this.#text;
+    let p = at + 1;
+    let escaped = false;
+    let c = text.charCodeAt(p);
+    while (c !== QUOTE && c >= 0x20) {
+      if (c === BACKSLASH) {
+        const e = text.charCodeAt(p + 1);
+        if (
+          e !== QUOTE &&
+          e !== BACKSLASH &&
+          e !== 0x62 &&
+          e !== 0x66 &&
+          e !== 0x6e &&
+          e !== 0x72 &&
+          e !== 0x74
+        ) {
+          return -1;
+        }
+        escaped = true;
+        p++;
+      } else if (c >= 0xd800 && c <= 0xdfff) {
+        const d = text.charCodeAt(p + 1);
+        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) return -1;
+        p++;
+      }
+      c = text.charCodeAt(++p);
+    }
+    if (c !== QUOTE) return -1;
+    if (escaped) this.#canonicalEscapes++;
+    return p;
+  }
+
   /** Validates and passes over any JSON value; a key repeated in one of its objects is the full way's to judge. */
   #skipValue(): void {
     const text = this.#text;
@@ -578,7 +620,7 @@ class PageDecoder {
         continue;
       }
       if (c === QUOTE) {
-        const end = this.#plainString(at);
+        const end = this.#canonicalString(at);
         if (end >= 0) this.#i = end + 1;
         else if (!this.#string().isWellFormed()) this.#oddities++;
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) this.#number();

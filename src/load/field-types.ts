@@ -2,6 +2,7 @@ import { isIsoDate } from '../model/dates.js';
 import {
   TAPE_BIGNUM,
   TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -61,6 +62,7 @@ const TAPE_KINDS: readonly ValueKind[] = (() => {
   kinds[TAPE_FALSE] = 'boolean';
   kinds[TAPE_JSON] = 'json';
   kinds[TAPE_OWNED_JSON] = 'json';
+  kinds[TAPE_ESCAPED_JSON] = 'json';
   return kinds;
 })();
 

@@ -256,11 +256,14 @@ function checkDates(posts: PagePosts, field: string, place: PagePlace): void {
   let last: string | undefined;
   for (let i = 0; i < posts.length; i++) {
     for (let v = posts.postValues[i]!; v < posts.postValues[i + 1]!; v++) {
-      if (values[v * VALUE_STRIDE] !== f || tapeKindOf(values[v * VALUE_STRIDE + 1]!) !== 'string') continue;
-      const value = posts.valueText(v);
-      if (value === last) continue;
-      if (!isColumnDate(value)) throw notADate(field, value, posts.id(i), place);
-      last = value;
+      if (values[v * VALUE_STRIDE] !== f) continue;
+      // A post holds a field once: its other values need no look.
+      if (tapeKindOf(values[v * VALUE_STRIDE + 1]!) === 'string') {
+        const value = posts.valueText(v);
+        if (value !== last && !isColumnDate(value)) throw notADate(field, value, posts.id(i), place);
+        last = value;
+      }
+      break;
     }
   }
 }

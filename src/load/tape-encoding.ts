@@ -12,6 +12,7 @@ import {
   SEGMENT_STRIDE,
   TAPE_BIGNUM,
   TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -127,6 +128,9 @@ export function encodeTape(
           break;
         case TAPE_OWNED_JSON:
           out.text(encodeJson(owned[start]!, stats));
+          break;
+        case TAPE_ESCAPED_JSON:
+          out.text(encodeJson(text.slice(start, end), stats));
           break;
       }
     }

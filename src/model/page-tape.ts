@@ -24,6 +24,11 @@ export const TAPE_FALSE = 7;
 export const TAPE_JSON = 8;
 /** owned[start] is the document as stringifyExactJson writes it. */
 export const TAPE_OWNED_JSON = 9;
+/**
+ * text[start, end) is the document as stringifyExactJson writes it, escapes included (each one JSON.stringify
+ * writes as it is: \" \\ \b \f \n \r \t), which a COPY field must escape.
+ */
+export const TAPE_ESCAPED_JSON = 10;
 
 /** Ints per value in `values`: field, kind, start, end. */
 export const VALUE_STRIDE = 4;

@@ -14,6 +14,7 @@ import {
   postIds,
   TAPE_BIGNUM,
   TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -74,7 +75,8 @@ function postsOf(tape: PageTape): MappedPost[] {
       else if (kind === TAPE_INT64 || kind === TAPE_BIGNUM || kind === TAPE_DECIMAL)
         fields[name] = new ExactNumber(text);
       else if (kind === TAPE_TRUE || kind === TAPE_FALSE) fields[name] = kind === TAPE_TRUE;
-      else if (kind === TAPE_JSON || kind === TAPE_OWNED_JSON) fields[name] = new JsonDocument(text);
+      else if (kind === TAPE_JSON || kind === TAPE_OWNED_JSON || kind === TAPE_ESCAPED_JSON)
+        fields[name] = new JsonDocument(text);
       else throw new Error(`kind ${kind}`);
     }
     const segments: CustomSegment[] = [];
@@ -241,6 +243,40 @@ describe('decodePage against the full way (differential)', () => {
       'big',
       'third_party_data',
     ]);
+  });
+
+  it('plans documented fields as the full way does: dates checked, mismatches named by post', () => {
+    for (const values of [
+      ['"2026-03-04"', '"2026-03-04"', 'null', '"2026-03-05"'],
+      ['"2026-03-04"', '"2026-03-04"', '"2026-02-30"', '"x"'],
+      ['"2026-03-04"', '20260304', '"2026-03-04"'],
+      ['"2026-03-04"', '"2026-03-04"', '"\\u0032026-03-04"', '"\\u00320260304"'],
+    ]) {
+      const records = values.map(
+        (v, i) =>
+          `{"platform_post_id":${i + 1},"total_spend":${i % 2 === 0 ? '1.5' : '"x"'},"date_captured":${v}}`,
+      );
+      const text = `{"data":[${records.join(',')}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+      const dates = records.map((r) => r.replace(/"total_spend":[^,]*,/, ''));
+      const only = `{"data":[${dates.join(',')}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(only, mappingOf('platform_post_id', undefined)), only).toBe(true);
+    }
+  });
+
+  it('writes documents with escapes as the full way does, whichever escapes JSON.stringify keeps', () => {
+    for (const document of [
+      '{"a":"x\\ny","b":["q\\"r","s\\\\t"],"c":"\\b\\f\\r\\t"}',
+      '["\\\\u0000","\\\\ud800"]',
+      '{"a":"\\/"}',
+      '{"a":"\\u00e9","b":"\\u001f","c":"\\u001F"}',
+      '["\\u0000","\\ud800","x\\n"]',
+      '{"1":"x\\n","a":"y"}',
+      '{"a\\nb":"x\\n"}',
+    ]) {
+      const text = `{"data":[{"platform_post_id":1,"d":${document}},{"platform_post_id":2,"d":"s"}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+    }
   });
 
   it('writes segments repeated as decoded, or only once written, as the full way does, counts included', () => {
