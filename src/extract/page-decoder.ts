@@ -1,35 +1,50 @@
 /*
- * A page of a DONE report read in one pass from its text to mapped posts: no document tree, no marked numbers, no
- * second walk. It takes the pages the service sends (valid JSON, each key once, ids and segments as documented)
- * and hands back null for anything else; the caller then reads the page the full way (exact-json.ts, pager.ts,
- * record-mapping.ts), which decides what the page holds and words every error. So this pass never has to be right
- * about a page it refuses, only about the pages it takes: for those its posts are the full way's, value for value
- * and key for key (the differential test holds it to that).
+ * A page of a DONE report read in one pass from its text to a tape of its posts (model/page-tape.ts): no document
+ * tree, no object per post or per value, numbers kept as their tokens. It takes the pages the service sends (valid
+ * JSON, each key once, ids and segments as documented) and hands back null for anything else; the caller then
+ * reads the page the full way (exact-json.ts, pager.ts, record-mapping.ts), which decides what the page holds and
+ * words every error. So this pass never has to be right about a page it refuses, only about the pages it takes:
+ * for those its tape is the full way's posts, value for value and key for key, and load writes the same rows from
+ * it (the differential test holds it to that).
  */
 import { parseExactJson, stringifyExactJson } from '../api/exact-json.js';
 import { JsonStringReader } from '../api/json-string.js';
 import {
-  type CustomSegment,
-  ExactNumber,
-  type FieldValue,
-  JsonDocument,
-  type MappedPost,
-} from '../model/post-record.js';
+  PageTape,
+  SEGMENT_STRIDE,
+  TAPE_BIGNUM,
+  TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
+  TAPE_FALSE,
+  TAPE_INT64,
+  TAPE_INTEGER,
+  TAPE_JSON,
+  TAPE_OWNED_JSON,
+  TAPE_OWNED_STRING,
+  TAPE_STRING,
+  TAPE_TRUE,
+  VALUE_STRIDE,
+} from '../model/page-tape.js';
 import { canonicalId, type MappingContext } from './record-mapping.js';
 
 /** What a page decoded in one pass holds: its status as sent (undefined when absent), next page and posts. */
 export interface DecodedPage {
   readonly status: string | undefined;
   readonly nextPage: string | null;
-  readonly posts: MappedPost[];
+  readonly posts: PageTape;
 }
 
 const MAX_POSTS = 1000;
 /** Deeper documents are left to the full parser, which knows its own stack. */
 const MAX_DEPTH = 512;
+/** Objects within a value with more keys are left to the full parser: their keys are checked for repeats one by one. */
+const MAX_MEMBERS = 256;
+/** How many keys of the record before are tried, from the place of the last one found, before a key is looked up. */
+const LOOKAHEAD = 4;
 const SEGMENTS_FIELD = 'custom_segments';
 
 const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 const OPEN_BRACE = 0x7b;
@@ -41,6 +56,9 @@ const DOT = 0x2e;
 const ZERO = 0x30;
 const NINE = 0x39;
 const PLUS = 0x2b;
+
+const INT64_MAX_DIGITS = '9223372036854775807';
+const INT64_MIN_DIGITS = '9223372036854775808';
 
 /** Thrown inside the pass for a page it does not take; never leaves this module. */
 class NotTaken extends Error {}
@@ -55,6 +73,40 @@ interface Key {
   /** One number per name, whatever its spelling: a record's keys are checked for repeats by it. */
   readonly slot: number;
   readonly role: 'id' | 'segments' | 'field' | 'dropped';
+  /**
+   * A key stringifyExactJson would not write as it is spelled where it stands: written with an escape, not
+   * well-formed, or one that may be an array index (V8 puts those first).
+   */
+  readonly odd: boolean;
+}
+
+/** A list of ints that grows: the tape's values and segments, four ints each. */
+class Ints {
+  #ints: Int32Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.#ints = new Int32Array(capacity);
+  }
+
+  push(a: number, b: number, c: number, d: number): void {
+    let ints = this.#ints;
+    const n = this.length;
+    if (n + 4 > ints.length) {
+      const grown = new Int32Array(ints.length * 2);
+      grown.set(ints);
+      this.#ints = ints = grown;
+    }
+    ints[n] = a;
+    ints[n + 1] = b;
+    ints[n + 2] = c;
+    ints[n + 3] = d;
+    this.length = n + 4;
+  }
+
+  done(): Int32Array {
+    return this.#ints.subarray(0, this.length);
+  }
 }
 
 /**
@@ -74,26 +126,60 @@ class PageDecoder {
   readonly #text: string;
   readonly #context: MappingContext;
   #i = 0;
-  readonly #keys = new Map<string, Key>();
+  /** The page's keys by a hash of their spelling (see #lookup). */
+  readonly #keys = new Map<number, Key[]>();
+  /** Where #keyFrom found its key in the keys it was given, plus one. */
+  #found = 0;
+  /** For each depth of the objects within a value, the slots of the keys of the one open (reused: no set each). */
+  readonly #members: number[][] = [];
   readonly #slots = new Map<string, number>();
   /** For each slot, the last record (counted from 1) that held its key. */
   readonly #seenIn: number[] = [];
   /** The keys of the record before, in order: the next record almost always repeats them. */
   #shape: Key[] = [];
+  /** The keys of the record being read (the arrays swap: no array per record). */
+  #reading: Key[] = [];
+  /** The keys of the segment before, and of the segment being read. */
+  #segmentShape: Key[] = [];
+  #segmentReading: Key[] = [];
   readonly #strings = new JsonStringReader();
   /** See #irregular. */
   #oddities = 0;
+  /** Strings passed over within values that hold an escape JSON.stringify writes as it is (see #canonicalString). */
+  #canonicalEscapes = 0;
   #spaces = 0;
+
+  // The tape being written.
+  readonly #ids = new Int32Array(2 * MAX_POSTS);
+  readonly #values: Ints;
+  readonly #postValues = new Int32Array(MAX_POSTS + 1);
+  readonly #segments = new Ints(1024);
+  readonly #postSegments = new Int32Array(MAX_POSTS + 1);
+  readonly #owned: string[] = [];
+  /** For each slot, its field on the tape, or -1 before a value other than null came. */
+  readonly #fieldOf: number[] = [];
+  readonly #fields: string[] = [];
+  readonly #kinds: number[] = [];
+  /** For each field, the post that first held a value of it. */
+  readonly #firstPost: number[] = [];
+  /** Some field has an array index for a name: the full way enumerates such keys first. */
+  #indexNames = false;
+  /** The range of the string or number last read. */
+  #start = 0;
+  #end = 0;
 
   constructor(text: string, context: MappingContext) {
     this.#text = text;
     this.#context = context;
+    // Pages of posts hold a value in every 30 to 40 characters: room for them without growing, and not much more
+    // (the tape lives until the page is encoded).
+    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(text.length / 24)));
   }
 
   page(): DecodedPage {
     let status: string | undefined;
     let nextPage: string | null | undefined;
-    let posts: MappedPost[] | undefined;
+    let posts: number | undefined;
     const seen = new Set<string>();
     this.#expect(OPEN_BRACE);
     if (!this.#closes(CLOSE_BRACE)) {
@@ -112,19 +198,59 @@ class PageDecoder {
     }
     if (this.#skipWhitespace() !== this.#text.length) throw notTaken;
     if (posts === undefined || nextPage === undefined) throw notTaken;
-    return { status, nextPage, posts };
+    return { status, nextPage, posts: this.#tape(posts) };
   }
 
-  /** data: an array of at most a page's posts, each an object. */
-  #posts(): MappedPost[] {
-    const posts: MappedPost[] = [];
+  #tape(posts: number): PageTape {
+    const values = this.#values.done();
+    let fields = this.#fields;
+    let kinds = this.#kinds;
+    if (this.#indexNames) {
+      // The full way's posts are objects: a key that is an array index comes before the others, in numeric order.
+      const first = this.#firstPost;
+      const index = fields.map((name) => (isArrayIndex(name) ? Number(name) : -1));
+      const order = fields.map((_, f) => f);
+      order.sort((a, b) => {
+        if (first[a] !== first[b]) return first[a]! - first[b]!;
+        const x = index[a]!;
+        const y = index[b]!;
+        if (x >= 0 || y >= 0) return x < 0 ? 1 : y < 0 ? -1 : x - y;
+        return a - b;
+      });
+      const renumber = new Int32Array(order.length);
+      for (let f = 0; f < order.length; f++) renumber[order[f]!] = f;
+      for (let v = 0; v < values.length; v += VALUE_STRIDE) values[v] = renumber[values[v]!]!;
+      fields = order.map((f) => this.#fields[f]!);
+      kinds = order.map((f) => this.#kinds[f]!);
+    }
+    return new PageTape(
+      this.#text,
+      posts,
+      this.#ids.subarray(0, 2 * posts),
+      values,
+      this.#postValues.subarray(0, posts + 1),
+      this.#segments.done(),
+      this.#postSegments.subarray(0, posts + 1),
+      this.#owned,
+      fields,
+      Int32Array.from(kinds),
+    );
+  }
+
+  /** data: an array of at most a page's posts, each an object; returns how many. */
+  #posts(): number {
+    let count = 0;
     this.#expect(OPEN_BRACKET);
-    if (this.#closes(CLOSE_BRACKET)) return posts;
-    do {
-      if (posts.length === MAX_POSTS) throw notTaken;
-      posts.push(this.#post(posts.length));
-    } while (this.#next(CLOSE_BRACKET));
-    return posts;
+    if (!this.#closes(CLOSE_BRACKET)) {
+      do {
+        if (count === MAX_POSTS) throw notTaken;
+        this.#post(count);
+        count++;
+      } while (this.#next(CLOSE_BRACKET));
+    }
+    this.#postValues[count] = this.#values.length / VALUE_STRIDE;
+    this.#postSegments[count] = this.#segments.length / SEGMENT_STRIDE;
+    return count;
   }
 
   /** response_metadata: an array whose first element is an object with next_page a non-empty string or null. */
@@ -149,49 +275,62 @@ class PageDecoder {
     return next;
   }
 
-  #post(index: number): MappedPost {
-    const fields: Record<string, FieldValue> = Object.create(null);
-    let id: string | undefined;
-    let segments: readonly CustomSegment[] = [];
+  #post(index: number): void {
+    let id = false;
     const shape = this.#shape;
-    const keys: Key[] = [];
+    const keys = this.#reading;
+    keys.length = 0;
+    let from = 0;
+    this.#postValues[index] = this.#values.length / VALUE_STRIDE;
+    this.#postSegments[index] = this.#segments.length / SEGMENT_STRIDE;
     this.#expect(OPEN_BRACE);
     if (!this.#closes(CLOSE_BRACE)) {
       do {
-        const key = this.#keyLike(shape[keys.length]);
+        const key = this.#keyFrom(shape, from);
+        from = this.#found;
         // A key repeated within the record: the full way decides whether the repeat is harmless.
         if (this.#seenIn[key.slot] === index + 1) throw notTaken;
         this.#seenIn[key.slot] = index + 1;
         keys.push(key);
         switch (key.role) {
           case 'id':
-            id = this.#id(index);
+            this.#id(index);
+            id = true;
             break;
           case 'segments':
-            segments = this.#segments();
+            this.#segmentList();
             break;
           case 'dropped':
             this.#skipValue();
             break;
           default:
-            fields[key.name] = this.#value();
+            this.#value(key, index);
         }
       } while (this.#next(CLOSE_BRACE));
     }
-    if (id === undefined) throw notTaken;
+    if (!id) throw notTaken;
+    this.#reading = shape;
     this.#shape = keys;
-    return { id, fields, segments };
   }
 
-  /** The key at the cursor, found by its spelling; `guess`, the key in this place in the record before, first. */
-  #keyLike(guess: Key | undefined): Key {
+  /**
+   * The key at the cursor and its colon: first looked for among `shape`, the keys of the record before, from
+   * `from` on (records mostly repeat their keys, some left out), then among all keys of the page.
+   */
+  #keyFrom(shape: readonly Key[], from: number): Key {
     const text = this.#text;
     const at = this.#skipWhitespace();
-    if (guess !== undefined && text.startsWith(guess.spelling, at)) {
-      this.#i = at + guess.spelling.length;
-      this.#expectColon();
-      return guess;
+    const last = Math.min(shape.length, from + LOOKAHEAD);
+    for (let k = from; k < last; k++) {
+      const guess = shape[k]!;
+      if (text.startsWith(guess.spelling, at)) {
+        this.#i = at + guess.spelling.length;
+        this.#found = k + 1;
+        this.#expectColon();
+        return guess;
+      }
     }
+    this.#found = from;
     return this.#key();
   }
 
@@ -200,20 +339,39 @@ class PageDecoder {
     const at = this.#skipWhitespace();
     const text = this.#text;
     if (text.charCodeAt(at) !== QUOTE) throw notTaken;
-    const name = this.#string();
-    const spelling = text.slice(at, this.#i);
-    let key = this.#keys.get(spelling);
-    if (key === undefined) {
+    let key = this.#lookup(at);
+    if (key !== undefined) this.#i = at + key.spelling.length;
+    else {
+      const name = this.#string();
+      const spelling = text.slice(at, this.#i);
       let slot = this.#slots.get(name);
       if (slot === undefined) {
         slot = this.#slots.size;
         this.#slots.set(name, slot);
+        this.#fieldOf[slot] = -1;
       }
-      key = { spelling, name, slot, role: this.#role(name) };
-      this.#keys.set(spelling, key);
+      const first = name.charCodeAt(0);
+      const odd = (first >= ZERO && first <= NINE) || !name.isWellFormed() || spelling.includes('\\');
+      key = { spelling, name, slot, role: this.#role(name), odd };
+      const hash = spellingHash(spelling, 0);
+      const bucket = this.#keys.get(hash);
+      if (bucket === undefined) this.#keys.set(hash, [key]);
+      else bucket.push(key);
     }
     this.#expectColon();
     return key;
+  }
+
+  /** The key of the page spelled as the one whose opening quote is at `at`, found without a string made of it. */
+  #lookup(at: number): Key | undefined {
+    const text = this.#text;
+    const bucket = this.#keys.get(spellingHash(text, at));
+    if (bucket === undefined) return undefined;
+    for (let k = 0; k < bucket.length; k++) {
+      const key = bucket[k]!;
+      if (text.startsWith(key.spelling, at)) return key;
+    }
+    return undefined;
   }
 
   #role(name: string): Key['role'] {
@@ -224,99 +382,224 @@ class PageDecoder {
     return name === SEGMENTS_FIELD ? 'segments' : 'field';
   }
 
-  #id(index: number): string {
-    const at = this.#skipWhitespace();
-    const c = this.#text.charCodeAt(at);
-    let value: unknown;
-    if (c === QUOTE) value = this.#string();
-    else if (c === MINUS || (c >= ZERO && c <= NINE)) value = this.#number();
-    else throw notTaken;
-    try {
-      return canonicalId(value, () => `record ${index + 1}`);
-    } catch {
-      throw notTaken;
-    }
-  }
-
-  /** custom_segments: null, or an array of {"name": non-empty string, "value": string}; each pair once. */
-  #segments(): readonly CustomSegment[] {
-    if (this.#literal('null')) return [];
-    const out: CustomSegment[] = [];
-    this.#expect(OPEN_BRACKET);
-    if (this.#closes(CLOSE_BRACKET)) return out;
-    let seen: Set<string> | undefined;
-    do {
-      const segment = this.#segment();
-      // An exact repeat adds nothing and would collide in the segments table.
-      if (out.length > 0) {
-        if (seen === undefined) {
-          seen = new Set();
-          for (const s of out) seen.add(`${s.name}\u0000${s.value}`);
-        }
-        const key = `${segment.name}\u0000${segment.value}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-      }
-      out.push(segment);
-    } while (this.#next(CLOSE_BRACKET));
-    return out;
-  }
-
-  #segment(): CustomSegment {
-    let name: string | undefined;
-    let value: string | undefined;
-    const seen = new Set<string>();
-    this.#expect(OPEN_BRACE);
-    if (!this.#closes(CLOSE_BRACE)) {
-      do {
-        const key = this.#key().name;
-        if (seen.has(key)) throw notTaken;
-        seen.add(key);
-        const quoted = this.#text.charCodeAt(this.#skipWhitespace()) === QUOTE;
-        if (key === 'name' && quoted) name = this.#string();
-        else if (key === 'value' && quoted) value = this.#string();
-        else if (key === 'name' || key === 'value') throw notTaken;
-        else this.#skipValue();
-      } while (this.#next(CLOSE_BRACE));
-    }
-    if (name === undefined || name === '' || value === undefined) throw notTaken;
-    return { name, value };
-  }
-
-  /** A field's value as record-mapping.ts makes it. */
-  #value(): FieldValue {
+  /** The post's id: a number token in canonical form is its own range; anything else is made canonical. */
+  #id(index: number): void {
     const text = this.#text;
     const at = this.#skipWhitespace();
     const c = text.charCodeAt(at);
-    if (c === QUOTE) return this.#string();
-    if (c === MINUS || (c >= ZERO && c <= NINE)) {
-      const token = this.#number();
-      return isPlainInteger(token) ? Number(token) : new ExactNumber(token);
-    }
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      const before = this.#irregular();
-      this.#skipValue();
-      const slice = text.slice(at, this.#i);
-      // Written compactly, without escapes, lone surrogates or keys V8 would put first, a document is already what
-      // stringifyExactJson would write of it.
-      if (this.#irregular() === before) return new JsonDocument(slice);
-      try {
-        return new JsonDocument(stringifyExactJson(parseExactJson(slice)));
-      } catch {
-        throw notTaken;
+    let value: string;
+    if (c === QUOTE) value = this.#string();
+    else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      const kind = this.#number();
+      const start = this.#start;
+      const end = this.#end;
+      // -0 is the one integer token within the range that is not canonical.
+      if (kind === TAPE_INTEGER || (kind === TAPE_INT64 && end - start !== 2)) {
+        this.#ids[2 * index] = start;
+        this.#ids[2 * index + 1] = end;
+        return;
       }
+      value = text.slice(start, end);
+    } else throw notTaken;
+    let id: string;
+    try {
+      id = canonicalId(value, () => `record ${index + 1}`);
+    } catch {
+      throw notTaken;
     }
-    if (this.#literal('true')) return true;
-    if (this.#literal('false')) return false;
-    if (this.#literal('null')) return null;
-    throw notTaken;
+    this.#ids[2 * index] = -1 - this.#owned.length;
+    this.#ids[2 * index + 1] = 0;
+    this.#owned.push(id);
+  }
+
+  /** custom_segments: null, or an array of {"name": non-empty string, "value": string}; repeats are load's. */
+  #segmentList(): void {
+    if (this.#literal('null')) return;
+    this.#expect(OPEN_BRACKET);
+    if (this.#closes(CLOSE_BRACKET)) return;
+    do this.#segment();
+    while (this.#next(CLOSE_BRACKET));
+  }
+
+  #segment(): void {
+    let nameStart = 0;
+    let nameEnd = 0;
+    let valueStart = 0;
+    let valueEnd = 0;
+    let name = false;
+    let value = false;
+    const shape = this.#segmentShape;
+    const keys = this.#segmentReading;
+    keys.length = 0;
+    let from = 0;
+    this.#expect(OPEN_BRACE);
+    if (!this.#closes(CLOSE_BRACE)) {
+      do {
+        const key = this.#keyFrom(shape, from);
+        from = this.#found;
+        for (let k = 0; k < keys.length; k++) if (keys[k]!.slot === key.slot) throw notTaken;
+        keys.push(key);
+        const isName = key.name === 'name';
+        if (!isName && key.name !== 'value') {
+          this.#skipValue();
+          continue;
+        }
+        const at = this.#skipWhitespace();
+        if (this.#text.charCodeAt(at) !== QUOTE) throw notTaken;
+        let start: number;
+        let end: number;
+        if (this.#stringValue(at) === TAPE_STRING) {
+          start = this.#start;
+          end = this.#end;
+          if (isName && start === end) throw notTaken;
+        } else {
+          if (isName && this.#owned[this.#start] === '') throw notTaken;
+          start = -1 - this.#start;
+          end = 0;
+        }
+        if (isName) {
+          nameStart = start;
+          nameEnd = end;
+          name = true;
+        } else {
+          valueStart = start;
+          valueEnd = end;
+          value = true;
+        }
+      } while (this.#next(CLOSE_BRACE));
+    }
+    if (!name || !value) throw notTaken;
+    this.#segmentReading = shape;
+    this.#segmentShape = keys;
+    this.#segments.push(nameStart, nameEnd, valueStart, valueEnd);
+  }
+
+  /** A field's value onto the tape; null adds nothing. */
+  #value(key: Key, post: number): void {
+    const text = this.#text;
+    const at = this.#skipWhitespace();
+    const c = text.charCodeAt(at);
+    let kind: number;
+    if (c === QUOTE) kind = this.#stringValue(at);
+    else if (c === MINUS || (c >= ZERO && c <= NINE)) kind = this.#number();
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      const before = this.#irregular();
+      const escapes = this.#canonicalEscapes;
+      this.#skipValue();
+      this.#start = at;
+      this.#end = this.#i;
+      // Written compactly, without escapes other than JSON.stringify's own, lone surrogates or keys V8 would put
+      // first, a document is already what stringifyExactJson would write of it.
+      if (this.#irregular() === before)
+        kind = this.#canonicalEscapes === escapes ? TAPE_JSON : TAPE_ESCAPED_JSON;
+      else {
+        let json: string;
+        try {
+          json = stringifyExactJson(parseExactJson(text.slice(at, this.#i)));
+        } catch {
+          throw notTaken;
+        }
+        kind = TAPE_OWNED_JSON;
+        this.#start = this.#owned.length;
+        this.#owned.push(json);
+      }
+    } else if (this.#literal('true')) kind = TAPE_TRUE;
+    else if (this.#literal('false')) kind = TAPE_FALSE;
+    else if (this.#literal('null')) return;
+    else throw notTaken;
+    let field = this.#fieldOf[key.slot]!;
+    if (field < 0) {
+      field = this.#fields.length;
+      this.#fieldOf[key.slot] = field;
+      this.#fields.push(key.name);
+      this.#kinds.push(0);
+      this.#firstPost.push(post);
+      if (!this.#indexNames && isArrayIndex(key.name)) this.#indexNames = true;
+    }
+    this.#kinds[field]! |= 1 << kind;
+    this.#values.push(field, kind, this.#start, this.#end);
+  }
+
+  /**
+   * The string at `at` (its opening quote): TAPE_STRING with its content's range when it is as written, else
+   * TAPE_OWNED_STRING with its decoded text owned (#start its index). The cursor moves past its closing quote.
+   */
+  #stringValue(at: number): number {
+    const end = this.#plainString(at);
+    if (end >= 0) {
+      this.#i = end + 1;
+      this.#start = at + 1;
+      this.#end = end;
+      return TAPE_STRING;
+    }
+    this.#i = at;
+    const decoded = this.#string();
+    this.#start = this.#owned.length;
+    this.#owned.push(decoded);
+    return TAPE_OWNED_STRING;
+  }
+
+  /**
+   * The index of the closing quote of the string whose opening quote is at `at` when it holds neither an escape
+   * nor a surrogate alone, and so is its own content; else -1.
+   */
+  #plainString(at: number): number {
+    const text = this.#text;
+    let p = at + 1;
+    let c = text.charCodeAt(p);
+    while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const d = text.charCodeAt(p + 1);
+        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) return -1;
+        p++;
+      }
+      c = text.charCodeAt(++p);
+    }
+    return c === QUOTE ? p : -1;
+  }
+
+  /**
+   * Like #plainString, for a string that may also hold the escapes JSON.stringify writes as they are (\" \\ \b
+   * \f \n \r \t; each such string counted in #canonicalEscapes); -1 for any other escape.
+   */
+  #canonicalString(at: number): number {
+    const text = this.#text;
+    let p = at + 1;
+    let escaped = false;
+    let c = text.charCodeAt(p);
+    while (c !== QUOTE && c >= 0x20) {
+      if (c === BACKSLASH) {
+        const e = text.charCodeAt(p + 1);
+        if (
+          e !== QUOTE &&
+          e !== BACKSLASH &&
+          e !== 0x62 &&
+          e !== 0x66 &&
+          e !== 0x6e &&
+          e !== 0x72 &&
+          e !== 0x74
+        ) {
+          return -1;
+        }
+        escaped = true;
+        p++;
+      } else if (c >= 0xd800 && c <= 0xdfff) {
+        const d = text.charCodeAt(p + 1);
+        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) return -1;
+        p++;
+      }
+      c = text.charCodeAt(++p);
+    }
+    if (c !== QUOTE) return -1;
+    if (escaped) this.#canonicalEscapes++;
+    return p;
   }
 
   /** Validates and passes over any JSON value; a key repeated in one of its objects is the full way's to judge. */
   #skipValue(): void {
     const text = this.#text;
     // The keys of each container opened, innermost last; null for an array.
-    const open: (Set<string> | null)[] = [];
+    const open: (number[] | null)[] = [];
     for (;;) {
       const at = this.#skipWhitespace();
       const c = text.charCodeAt(at);
@@ -327,13 +610,19 @@ class PageDecoder {
           if (!this.#afterValue(open)) return;
           continue;
         }
-        const keys = c === OPEN_BRACE ? new Set<string>() : null;
+        let keys: number[] | null = null;
+        if (c === OPEN_BRACE) {
+          keys = this.#members[open.length] ??= [];
+          keys.length = 0;
+        }
         open.push(keys);
         if (keys !== null) this.#memberKey(keys);
         continue;
       }
       if (c === QUOTE) {
-        if (!this.#string().isWellFormed()) this.#oddities++;
+        const end = this.#canonicalString(at);
+        if (end >= 0) this.#i = end + 1;
+        else if (!this.#string().isWellFormed()) this.#oddities++;
       } else if (c === MINUS || (c >= ZERO && c <= NINE)) this.#number();
       else if (!(this.#literal('true') || this.#literal('false') || this.#literal('null'))) throw notTaken;
       if (!this.#afterValue(open)) return;
@@ -341,7 +630,7 @@ class PageDecoder {
   }
 
   /** After a value inside containers: the next member's start, or the containers it closes; false when done. */
-  #afterValue(open: (Set<string> | null)[]): boolean {
+  #afterValue(open: (number[] | null)[]): boolean {
     while (open.length > 0) {
       const keys = open.at(-1)!;
       if (this.#next(keys === null ? CLOSE_BRACKET : CLOSE_BRACE)) {
@@ -354,12 +643,11 @@ class PageDecoder {
   }
 
   /** A key of an object being passed over, once. */
-  #memberKey(keys: Set<string>): void {
-    const name = this.#key().name;
-    if (keys.has(name)) throw notTaken;
-    keys.add(name);
-    const first = name.charCodeAt(0);
-    if ((first >= ZERO && first <= NINE) || !name.isWellFormed()) this.#oddities++;
+  #memberKey(keys: number[]): void {
+    const key = this.#key();
+    if (keys.length === MAX_MEMBERS || keys.includes(key.slot)) throw notTaken;
+    keys.push(key.slot);
+    if (key.odd) this.#oddities++;
   }
 
   /**
@@ -378,33 +666,49 @@ class PageDecoder {
     return value;
   }
 
-  /** The number token at the cursor, validated as JSON's grammar has it. */
-  #number(): string {
+  /**
+   * The number token at the cursor, validated as JSON's grammar has it: its kind (TAPE_INTEGER to TAPE_DECIMAL),
+   * its range in #start and #end.
+   */
+  #number(): number {
     const text = this.#text;
     const start = this.#i;
     let p = start;
     if (text.charCodeAt(p) === MINUS) p++;
+    const first = p;
     let c = text.charCodeAt(p);
     if (c === ZERO) p++;
     else if (c >= 0x31 && c <= NINE) p = digitsFrom(text, p + 1);
     else throw notTaken;
+    const digits = p - first;
+    let kind: number;
     c = text.charCodeAt(p);
-    if (c === DOT) {
-      const end = digitsFrom(text, p + 1);
-      if (end === p + 1) throw notTaken;
-      p = end;
-      c = text.charCodeAt(p);
-    }
-    if (c === 0x65 || c === 0x45) {
-      p++;
-      c = text.charCodeAt(p);
-      if (c === PLUS || c === MINUS) p++;
-      const end = digitsFrom(text, p);
-      if (end === p) throw notTaken;
-      p = end;
+    if (c !== DOT && c !== 0x65 && c !== 0x45) {
+      if (digits <= 15) kind = TAPE_INTEGER;
+      else kind = digits <= 18 ? TAPE_INT64 : digits > 19 ? TAPE_BIGNUM : int64Or19(text, start, first);
+      // -0: a JavaScript number of it prints 0.
+      if (digits === 1 && first > start && text.charCodeAt(first) === ZERO) kind = TAPE_INT64;
+    } else {
+      kind = TAPE_DECIMAL;
+      if (c === DOT) {
+        const end = digitsFrom(text, p + 1);
+        if (end === p + 1) throw notTaken;
+        p = end;
+        c = text.charCodeAt(p);
+      }
+      if (c === 0x65 || c === 0x45) {
+        p++;
+        c = text.charCodeAt(p);
+        if (c === PLUS || c === MINUS) p++;
+        const end = digitsFrom(text, p);
+        if (end === p) throw notTaken;
+        p = end;
+      }
     }
     this.#i = p;
-    return text.slice(start, p);
+    this.#start = start;
+    this.#end = p;
+    return kind;
   }
 
   #literal(word: string): boolean {
@@ -465,19 +769,49 @@ function detached(slice: string): string {
   return `${slice} `.slice(0, -1);
 }
 
+/**
+ * A hash of the spelling of a key, from its opening quote at `at` to its closing quote (an escaped quote
+ * included); 0 when the text ends first (no key has that hash: the caller then reads the key as a string).
+ */
+function spellingHash(text: string, at: number): number {
+  let h = 1;
+  const n = text.length;
+  for (let p = at + 1; p < n; p++) {
+    let c = text.charCodeAt(p);
+    if (c === QUOTE) return h === 0 ? 1 : h;
+    if (c === BACKSLASH) {
+      h = (Math.imul(h, 31) + c) | 0;
+      c = text.charCodeAt(++p);
+    }
+    h = (Math.imul(h, 31) + c) | 0;
+  }
+  return 0;
+}
+
+/** TAPE_INT64 or TAPE_BIGNUM for an integer token of 19 digits (from `first`, after any minus at `start`). */
+function int64Or19(text: string, start: number, first: number): number {
+  const limit = first > start ? INT64_MIN_DIGITS : INT64_MAX_DIGITS;
+  for (let k = 0; k < 19; k++) {
+    const d = text.charCodeAt(first + k) - limit.charCodeAt(k);
+    if (d !== 0) return d < 0 ? TAPE_INT64 : TAPE_BIGNUM;
+  }
+  return TAPE_INT64;
+}
+
+/** True for a name V8 keeps as an array index: an object enumerates such keys first, in numeric order. */
+function isArrayIndex(name: string): boolean {
+  const n = name.length;
+  if (n === 0 || n > 10) return false;
+  if (name.charCodeAt(0) === ZERO) return n === 1;
+  for (let k = 0; k < n; k++) {
+    const c = name.charCodeAt(k);
+    if (c < ZERO || c > NINE) return false;
+  }
+  return Number(name) <= 4294967294;
+}
+
 function digitsFrom(text: string, p: number): number {
   let c = text.charCodeAt(p);
   while (c >= ZERO && c <= NINE) c = text.charCodeAt(++p);
   return p;
-}
-
-/** An integer of at most 15 digits (not -0): exact as a JavaScript number, as parseExactJson returns it. */
-function isPlainInteger(token: string): boolean {
-  const digits = token.charCodeAt(0) === MINUS ? token.length - 1 : token.length;
-  if (digits > 15 || token === '-0') return false;
-  for (let i = token.length - digits; i < token.length; i++) {
-    const c = token.charCodeAt(i);
-    if (c < ZERO || c > NINE) return false;
-  }
-  return true;
 }

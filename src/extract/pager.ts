@@ -1,18 +1,22 @@
 import type { ApiClient, DeferredJson } from '../api/client.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
-import { ExactNumber, type MappedPost } from '../model/post-record.js';
+import type { PagePosts } from '../model/page-tape.js';
+import { ExactNumber } from '../model/post-record.js';
 import { isRecord, kind } from './json-shape.js';
 import { decodePage } from './page-decoder.js';
 import { type MappingContext, mapRecords } from './record-mapping.js';
 
-/** One page of a DONE report: its posts, mapped for loading, and the token of the next page (null on the last). */
+/**
+ * One page of a DONE report: its posts, on a tape when read in one pass (page-decoder.ts), else mapped one by one,
+ * and the token of the next page (null on the last).
+ */
 export interface ReportPage {
   /** 1 for the first page. */
   index: number;
   /** The page token this page was requested with; null for the first page. */
   token: string | null;
   nextPage: string | null;
-  posts: MappedPost[];
+  posts: PagePosts;
   /** Size of the response text. */
   bytes: number;
 }

@@ -95,9 +95,14 @@ export function encodeValue(value: FieldValue, type: ColumnType, stats: EncodeSt
       // In a text column a number is written as numeric::text would print it, the form it has after a numeric
       // column is widened to text (number-text.ts): the order in which strings and numbers came does not show.
       if (value instanceof ExactNumber) return type === 'text' ? numericText(value.text) : value.text;
-      if (value instanceof JsonDocument) return escapeCopyText(storableJson(value.json, stats), stats);
+      if (value instanceof JsonDocument) return encodeJson(value.json, stats);
       return COPY_NULL;
   }
+}
+
+/** A JSON document (as stringifyExactJson writes it) as a COPY text field. */
+export function encodeJson(json: string, stats: EncodeStats): string {
+  return escapeCopyText(storableJson(json, stats), stats);
 }
 
 function replaceNul(text: string, stats: EncodeStats): string {

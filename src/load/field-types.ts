@@ -1,4 +1,17 @@
 import { isIsoDate } from '../model/dates.js';
+import {
+  TAPE_BIGNUM,
+  TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
+  TAPE_FALSE,
+  TAPE_INT64,
+  TAPE_INTEGER,
+  TAPE_JSON,
+  TAPE_OWNED_JSON,
+  TAPE_OWNED_STRING,
+  TAPE_STRING,
+  TAPE_TRUE,
+} from '../model/page-tape.js';
 import { ExactNumber, type FieldValue, JsonDocument } from '../model/post-record.js';
 
 /**
@@ -31,6 +44,27 @@ export function kindOf(value: Exclude<FieldValue, null>): ValueKind {
       return 'json';
   }
 }
+
+/** The kind of a value on a page's tape (its TAPE_* kind), as kindOf gives it for the full way's value. */
+export function tapeKindOf(kind: number): ValueKind {
+  return TAPE_KINDS[kind]!;
+}
+
+const TAPE_KINDS: readonly ValueKind[] = (() => {
+  const kinds: ValueKind[] = [];
+  kinds[TAPE_STRING] = 'string';
+  kinds[TAPE_OWNED_STRING] = 'string';
+  kinds[TAPE_INTEGER] = 'int64';
+  kinds[TAPE_INT64] = 'int64';
+  kinds[TAPE_BIGNUM] = 'bignum';
+  kinds[TAPE_DECIMAL] = 'decimal';
+  kinds[TAPE_TRUE] = 'boolean';
+  kinds[TAPE_FALSE] = 'boolean';
+  kinds[TAPE_JSON] = 'json';
+  kinds[TAPE_OWNED_JSON] = 'json';
+  kinds[TAPE_ESCAPED_JSON] = 'json';
+  return kinds;
+})();
 
 function exactKind(text: string): ValueKind {
   if (!/^-?\d+$/.test(text)) return 'decimal';

@@ -17,6 +17,7 @@
 import type pg from 'pg';
 import { DataError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { type PagePosts, PageTape, VALUE_STRIDE } from '../model/page-tape.js';
 import type { MappedPost } from '../model/post-record.js';
 import { chooseColumnName, isPlainColumnName } from './column-naming.js';
 import { retypeColumn } from './column-retype.js';
@@ -29,6 +30,7 @@ import {
   fitOf,
   isColumnDate,
   kindOf,
+  tapeKindOf,
   type ValueKind,
 } from './field-types.js';
 import { ddlLockKey, lockForTransaction } from './locks.js';
@@ -100,24 +102,12 @@ export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Targ
  * columns (strings and numbers make text, whole numbers and decimals numeric, a JSON document anywhere jsonb).
  */
 export function planPage(
-  posts: readonly MappedPost[],
+  posts: PagePosts,
   registry: Registry,
   place: PagePlace,
   declared: ReadonlyMap<string, DeclaredType> = new Map(),
 ): PagePlan {
-  // The kinds of values each field holds in the page, as a bit set: one pass, no allocation per value.
-  const kinds = new Map<string, number>();
-  for (let i = 0; i < posts.length; i++) {
-    const fields = posts[i]!.fields;
-    for (const field in fields) {
-      const value = fields[field];
-      if (value === null || value === undefined) continue;
-      const bit = KIND_BITS[kindOf(value)];
-      const seen = kinds.get(field);
-      if (seen === undefined) kinds.set(field, bit);
-      else if ((seen & bit) === 0) kinds.set(field, seen | bit);
-    }
-  }
+  const kinds = posts instanceof PageTape ? tapeKinds(posts) : postKinds(posts);
   const types = new Map<string, ColumnType>();
   const changes: ColumnChange[] = [];
   for (const [field, mask] of kinds) {
@@ -149,6 +139,62 @@ export function planPage(
     else if (widens(info.type, type)) changes.push({ field, action: 'widen', type });
   }
   return { fields: types, changes };
+}
+
+/** The kinds of values each field holds in the page, as a bit set: one pass, no allocation per value. */
+function postKinds(posts: readonly MappedPost[]): Map<string, number> {
+  const kinds = new Map<string, number>();
+  for (let i = 0; i < posts.length; i++) {
+    const fields = posts[i]!.fields;
+    for (const field in fields) {
+      const value = fields[field];
+      if (value === null || value === undefined) continue;
+      const bit = KIND_BITS[kindOf(value)];
+      const seen = kinds.get(field);
+      if (seen === undefined) kinds.set(field, bit);
+      else if ((seen & bit) === 0) kinds.set(field, seen | bit);
+    }
+  }
+  return kinds;
+}
+
+/** The same from a tape's summary of its fields, in the same order: the decoder saw every value once already. */
+function tapeKinds(tape: PageTape): Map<string, number> {
+  const kinds = new Map<string, number>();
+  for (let f = 0; f < tape.fields.length; f++) {
+    const mask = tape.kinds[f]!;
+    let bits = 0;
+    for (let kind = 0; mask >>> kind !== 0; kind++) {
+      if ((mask & (1 << kind)) !== 0) bits |= KIND_BITS[tapeKindOf(kind)];
+    }
+    kinds.set(tape.fields[f]!, bits);
+  }
+  return kinds;
+}
+
+/** Calls `visit` with each value of `field` other than null, in the order of the page, until it returns true. */
+function findValue(
+  posts: PagePosts,
+  field: string,
+  visit: (kind: ValueKind, id: () => string) => boolean,
+): void {
+  if (posts instanceof PageTape) {
+    const f = posts.fields.indexOf(field);
+    if (f < 0) return;
+    const values = posts.values;
+    for (let i = 0; i < posts.length; i++) {
+      for (let v = posts.postValues[i]!; v < posts.postValues[i + 1]!; v++) {
+        if (values[v * VALUE_STRIDE] !== f) continue;
+        if (visit(tapeKindOf(values[v * VALUE_STRIDE + 1]!), () => posts.id(i))) return;
+      }
+    }
+    return;
+  }
+  for (let i = 0; i < posts.length; i++) {
+    const value = posts[i]!.fields[field];
+    if (value === null || value === undefined) continue;
+    if (visit(kindOf(value), () => posts[i]!.id)) return;
+  }
 }
 
 /** Whether a change is still to be made to posts as the registry shows it. */
@@ -190,35 +236,52 @@ function joinedType(mask: number): Exclude<ColumnType, 'other'> {
 }
 
 /** The error for the first post whose value of `field` a column of `type` cannot take. */
-function mismatch(
-  posts: readonly MappedPost[],
-  field: string,
-  type: ColumnType,
-  place: PagePlace,
-): DataError {
-  for (let i = 0; i < posts.length; i++) {
-    const value = posts[i]!.fields[field];
-    if (value === null || value === undefined) continue;
-    const kind = kindOf(value);
-    if (fitOf(type, kind) !== 'mismatch') continue;
-    return new DataError(
+function mismatch(posts: PagePosts, field: string, type: ColumnType, place: PagePlace): DataError {
+  let error: DataError | undefined;
+  findValue(posts, field, (kind, id) => {
+    if (fitOf(type, kind) !== 'mismatch') return false;
+    error = new DataError(
       'FIELD_TYPE_MISMATCH',
-      `field ${JSON.stringify(field)} holds a ${kind} value in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
+      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
     );
-  }
-  throw new Error(`no value of ${field} mismatches ${type}`);
+    return true;
+  });
+  if (error === undefined) throw new Error(`no value of ${field} mismatches ${type}`);
+  return error;
 }
 
-function checkDates(posts: readonly MappedPost[], field: string, place: PagePlace): void {
+function checkDates(posts: PagePosts, field: string, place: PagePlace): void {
+  if (!(posts instanceof PageTape)) {
+    for (let i = 0; i < posts.length; i++) {
+      const value = posts[i]!.fields[field];
+      if (typeof value === 'string' && !isColumnDate(value))
+        throw notADate(field, value, posts[i]!.id, place);
+    }
+    return;
+  }
+  const f = posts.fields.indexOf(field);
+  const values = posts.values;
+  // A page's posts mostly share a date: a date checked already is not checked again.
+  let last: string | undefined;
   for (let i = 0; i < posts.length; i++) {
-    const value = posts[i]!.fields[field];
-    if (typeof value === 'string' && !isColumnDate(value)) {
-      throw new DataError(
-        'FIELD_TYPE_MISMATCH',
-        `field ${JSON.stringify(field)} holds ${JSON.stringify(oneLine(value, 40))} in post ${posts[i]!.id} of window ${place.window} page ${place.page}, but its column is date: the API documents dates as YYYY-MM-DD`,
-      );
+    for (let v = posts.postValues[i]!; v < posts.postValues[i + 1]!; v++) {
+      if (values[v * VALUE_STRIDE] !== f) continue;
+      // A post holds a field once: its other values need no look.
+      if (tapeKindOf(values[v * VALUE_STRIDE + 1]!) === 'string') {
+        const value = posts.valueText(v);
+        if (value !== last && !isColumnDate(value)) throw notADate(field, value, posts.id(i), place);
+        last = value;
+      }
+      break;
     }
   }
+}
+
+function notADate(field: string, value: string, id: string, place: PagePlace): DataError {
+  return new DataError(
+    'FIELD_TYPE_MISMATCH',
+    `field ${JSON.stringify(field)} holds ${JSON.stringify(oneLine(value, 40))} in post ${id} of window ${place.window} page ${place.page}, but its column is date: the API documents dates as YYYY-MM-DD`,
+  );
 }
 
 /**

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { DataError, StoreError } from '../errors.js';
-import type { MappedPost } from '../model/post-record.js';
+import { type PagePosts, PageTape } from '../model/page-tape.js';
 import { type Window, windowLabel } from '../model/window.js';
 import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './copy-encoding.js';
 import { asStoreError, withTransaction } from './database.js';
@@ -26,6 +26,7 @@ import {
   toProgress,
 } from './stage-progress.js';
 import { qualified } from './table-names.js';
+import { type EncodedPage, encodeTape } from './tape-encoding.js';
 import { recordPagesStaged, recordStageReport } from './window-state.js';
 
 /** One page of a report, as the extractor read it. */
@@ -34,7 +35,7 @@ export interface StagedPage {
   index: number;
   /** The page's next_page token (null on the last page). */
   nextPage: string | null;
-  posts: readonly MappedPost[];
+  posts: PagePosts;
   /**
    * The report the page is from: when given, the page is staged only while the window's stage is that report's.
    * Another process that took the window over (its claim lost) has opened a stage of its own report.
@@ -52,9 +53,9 @@ export interface PreparedPage {
   readonly columns: readonly PageColumn[];
   /** The stage's SQL type of each column, in the order of `columns`. */
   readonly stageTypes: readonly string[];
-  /** COPY text of the posts and of their segments ('' when none). */
-  readonly posts: string;
-  readonly segments: string;
+  /** COPY text of the posts and of their segments, as UTF-8 (empty when none). */
+  readonly posts: Buffer;
+  readonly segments: Buffer;
   readonly nulReplaced: number;
   readonly surrogatesReplaced: number;
   /** The columns of posts the page was planned against: the next page of the attempt starts from them. */
@@ -145,7 +146,7 @@ export async function preparePage(
     const { fields, registry } = await evolveFor(context, window, page, known, signal);
     const columns = pageColumns(fields, registry);
     const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
-    const text = encodePage(page.posts, page.index, columns, stats);
+    const text = encode(page.posts, page.index, columns, stats);
     return {
       window: { start: window.start, end: window.end },
       index: page.index,
@@ -155,7 +156,7 @@ export async function preparePage(
       columns,
       stageTypes: stageTypes(columns, registry),
       posts: text.posts,
-      segments: text.segmentRows > 0 ? text.segments : '',
+      segments: text.segments,
       nulReplaced: stats.nulReplaced,
       surrogatesReplaced: stats.surrogatesReplaced,
       registry,
@@ -163,6 +164,22 @@ export async function preparePage(
   } catch (error) {
     throw asStoreError(`staging window ${windowLabel(window)} page ${page.index + 1}`, error);
   }
+}
+
+/** A page's COPY text: from its tape where it was read in one pass, else from its mapped posts. */
+function encode(
+  posts: PagePosts,
+  page: number,
+  columns: readonly PageColumn[],
+  stats: EncodeStats,
+): EncodedPage {
+  if (posts instanceof PageTape) return encodeTape(posts, page, columns, stats);
+  const text = encodePage(posts, page, columns, stats);
+  return {
+    posts: Buffer.from(text.posts, 'utf8'),
+    segments: Buffer.from(text.segments, 'utf8'),
+    segmentRows: text.segmentRows,
+  };
 }
 
 /*
@@ -334,8 +351,8 @@ function pageColumns(fields: ReadonlyMap<string, unknown>, registry: Registry): 
   return columns;
 }
 
-async function copyIn(client: pg.PoolClient, sql: string, text: string, signal?: AbortSignal): Promise<void> {
+async function copyIn(client: pg.PoolClient, sql: string, text: Buffer, signal?: AbortSignal): Promise<void> {
   if (text.length === 0) return;
   const stream = client.query(copyFrom(sql));
-  await pipeline(Readable.from([Buffer.from(text, 'utf8')]), stream, signal ? { signal } : {});
+  await pipeline(Readable.from([text]), stream, signal ? { signal } : {});
 }

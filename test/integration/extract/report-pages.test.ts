@@ -3,6 +3,7 @@ import { type ApiError, ConfigError, DataError } from '../../../src/errors.js';
 import { fetchDimensions, validateFilters } from '../../../src/extract/dimensions.js';
 import { readPages, reportPath, toReportPage } from '../../../src/extract/pager.js';
 import { createReport, waitForReport } from '../../../src/extract/report.js';
+import { postIds } from '../../../src/model/page-tape.js';
 import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { slicedParents } from '../../helpers/heap-snapshot.js';
 import { clientFor, failure } from './harness.js';
@@ -28,7 +29,7 @@ describe('reports and pages against the simulator', () => {
     for await (const page of readPages(client, id, { mapping: mapping(BIG), first })) {
       sizes.push(page.posts.length);
       expect(page.index).toBe(sizes.length);
-      for (const post of page.posts) ids.push(post.id);
+      ids.push(...postIds(page.posts));
     }
     expect(sizes).toEqual(Array.from({ length: 10 }, () => 1000));
     const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
@@ -81,7 +82,7 @@ describe('reports and pages against the simulator', () => {
       startIndex: 1,
     })) {
       indexes.push(page.index);
-      for (const post of page.posts) ids.push(post.id);
+      ids.push(...postIds(page.posts));
     }
     expect(indexes).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Exactly the records after the first page, in the reference's order.
@@ -199,7 +200,7 @@ describe('reports and pages against the simulator', () => {
     const good = await client.getDeferredJson(reportPath(id), { query });
     const page = toReportPage(good.parse(), id, 2, query.page, good.bytes, mapping(BIG));
     const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
-    expect(page.posts.map((post) => post.id)).toEqual(reference.slice(1000, 2000));
+    expect(postIds(page.posts)).toEqual(reference.slice(1000, 2000));
     sim.setFaults({ corruptPages: { kind: 'truncated-json', share: 1 } });
     const bad = await client.getDeferredJson(reportPath(id), { query });
     expect(bad.bytes).toBeGreaterThan(0);

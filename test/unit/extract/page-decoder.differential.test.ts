@@ -4,16 +4,47 @@ import { parseExactJson } from '../../../src/api/exact-json.js';
 import { decodePage } from '../../../src/extract/page-decoder.js';
 import { type PostMapping, toReportPage } from '../../../src/extract/pager.js';
 import { type EncodeStats, encodePage, type PageColumn } from '../../../src/load/copy-encoding.js';
-import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/model/post-record.js';
+import { declaredTypes } from '../../../src/load/declared-types.js';
+import type { ColumnType } from '../../../src/load/field-types.js';
+import { type PagePlan, planPage, type Registry } from '../../../src/load/schema-evolution.js';
+import { encodeTape } from '../../../src/load/tape-encoding.js';
+import {
+  type PagePosts,
+  type PageTape,
+  postIds,
+  TAPE_BIGNUM,
+  TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
+  TAPE_FALSE,
+  TAPE_INT64,
+  TAPE_INTEGER,
+  TAPE_JSON,
+  TAPE_OWNED_JSON,
+  TAPE_OWNED_STRING,
+  TAPE_STRING,
+  TAPE_TRUE,
+  VALUE_STRIDE,
+} from '../../../src/model/page-tape.js';
+import {
+  type CustomSegment,
+  ExactNumber,
+  type FieldValue,
+  JsonDocument,
+  type MappedPost,
+} from '../../../src/model/post-record.js';
 import { documentedPage, page, style, tree, write } from '../../helpers/json-text.js';
 
 /*
  * The one-pass page decoder against the full way (parseExactJson, toReportPage, mapRecords): a page the decoder
- * takes must be read the same, post for post, field for field, in the same order, into the same COPY rows; a page
- * as documented must be taken.
+ * takes must be read the same, post for post, field for field, in the same order; load must plan the same columns
+ * from its tape and write the same COPY rows (posts and segments, byte for byte) with the same counts of
+ * characters replaced, whatever the columns' types; a page as documented must be taken.
  */
 
 const WINDOW = { start: '2026-11-01', end: '2026-11-07' };
+const PLACE = { window: '2026-11-01..2026-11-07', page: 1 };
+const EMPTY: Registry = { byField: new Map(), taken: new Set() };
+const TYPES: readonly ColumnType[] = ['bigint', 'numeric', 'text', 'boolean', 'jsonb', 'date', 'other'];
 
 /** The full way, or null where it refuses the page. */
 function fullWay(
@@ -23,46 +54,124 @@ function fullWay(
   try {
     const body = parseExactJson(text) as Record<string, unknown>;
     const page = toReportPage(body, 'r', 1, null, text.length, mapping);
-    return { status: body.status, nextPage: page.nextPage, posts: page.posts };
+    return { status: body.status, nextPage: page.nextPage, posts: page.posts as MappedPost[] };
   } catch {
     return null;
   }
 }
 
-/** A post with its fields' order and its values' classes made visible. */
+/** The posts a tape holds, as the full way maps them (nulls left out, segments each once as decoded). */
+function postsOf(tape: PageTape): MappedPost[] {
+  const posts: MappedPost[] = [];
+  for (let i = 0; i < tape.length; i++) {
+    const fields: Record<string, FieldValue> = Object.create(null);
+    for (let v = tape.postValues[i]!; v < tape.postValues[i + 1]!; v++) {
+      const at = v * VALUE_STRIDE;
+      const name = tape.fields[tape.values[at]!]!;
+      const kind = tape.values[at + 1]!;
+      const text = tape.valueText(v);
+      if (kind === TAPE_STRING || kind === TAPE_OWNED_STRING) fields[name] = text;
+      else if (kind === TAPE_INTEGER) fields[name] = Number(text);
+      else if (kind === TAPE_INT64 || kind === TAPE_BIGNUM || kind === TAPE_DECIMAL)
+        fields[name] = new ExactNumber(text);
+      else if (kind === TAPE_TRUE || kind === TAPE_FALSE) fields[name] = kind === TAPE_TRUE;
+      else if (kind === TAPE_JSON || kind === TAPE_OWNED_JSON || kind === TAPE_ESCAPED_JSON)
+        fields[name] = new JsonDocument(text);
+      else throw new Error(`kind ${kind}`);
+    }
+    const segments: CustomSegment[] = [];
+    for (let s = tape.postSegments[i]!; s < tape.postSegments[i + 1]!; s++) {
+      const segment = { name: tape.segmentText(s, 0), value: tape.segmentText(s, 1) };
+      if (!segments.some((x) => x.name === segment.name && x.value === segment.value)) segments.push(segment);
+    }
+    posts.push({ id: tape.id(i), fields, segments });
+  }
+  return posts;
+}
+
+/** A post with its fields' order and its values' classes made visible; nulls left out (a tape has none). */
 function shape(post: MappedPost): unknown {
   return {
     id: post.id,
     prototype: Object.getPrototypeOf(post.fields),
-    fields: Object.keys(post.fields).map((key) => {
-      const value = post.fields[key];
-      if (value instanceof ExactNumber) return [key, 'exact', value.text];
-      if (value instanceof JsonDocument) return [key, 'json', value.json];
-      return [key, typeof value, value];
-    }),
+    fields: Object.keys(post.fields)
+      .filter((key) => post.fields[key] !== null)
+      .map((key) => {
+        const value = post.fields[key];
+        if (value instanceof ExactNumber) return [key, 'exact', value.text];
+        if (value instanceof JsonDocument) return [key, 'json', value.json];
+        return [key, typeof value, value];
+      }),
     segments: post.segments,
   };
 }
 
-function rows(posts: readonly MappedPost[]): string {
-  const fields = new Set<string>();
-  for (const post of posts) for (const field of Object.keys(post.fields)) fields.add(field);
-  const columns: PageColumn[] = [...fields].map((field, i) => ({ field, column: `c${i}`, type: 'jsonb' }));
+/** A page's plan, or the message of the error planning it fails with. */
+function plan(posts: PagePosts, declared: boolean): PagePlan | string {
+  try {
+    return planPage(posts, EMPTY, PLACE, declared ? declaredTypes('platform_post_id') : new Map());
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** The COPY rows and counters of a page's posts: the reference from mapped posts, or from a tape. */
+function rows(posts: PagePosts, columns: readonly PageColumn[]): string {
   const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
-  const text = encodePage(posts, 0, columns, stats);
-  return `${text.posts}--\n${text.segments}--\n${stats.nulReplaced} ${stats.surrogatesReplaced}`;
+  let text: { posts: string; segments: string; segmentRows: number };
+  if (Array.isArray(posts)) text = encodePage(posts as MappedPost[], 3, columns, stats);
+  else {
+    const encoded = encodeTape(posts as PageTape, 3, columns, stats);
+    // As bytes, then decoded: a character written wrong shows, and so would invalid UTF-8 (as U+FFFD).
+    text = {
+      posts: encoded.posts.toString('utf8'),
+      segments: encoded.segments.toString('utf8'),
+      segmentRows: encoded.segmentRows,
+    };
+    expect(Buffer.from(text.posts, 'utf8').equals(encoded.posts)).toBe(true);
+    expect(Buffer.from(text.segments, 'utf8').equals(encoded.segments)).toBe(true);
+  }
+  return `${text.posts}--\n${text.segments}--\n${text.segmentRows} ${stats.nulReplaced} ${stats.surrogatesReplaced}`;
+}
+
+/** Column types for a page's fields: all one type, each its plan's, or each any (even one that refuses it). */
+function columnSets(fields: readonly string[], planned: PagePlan | string, seed: number): PageColumn[][] {
+  const sets = TYPES.map((type) => fields.map((field, i) => ({ field, column: `c${i}`, type })));
+  sets.push(
+    fields.map((field, i) => ({ field, column: `c${i}`, type: TYPES[(seed + i * 7) % TYPES.length]! })),
+  );
+  if (typeof planned !== 'string') {
+    sets.push([...planned.fields].map(([field, type], i) => ({ field, column: `c${i}`, type })));
+  }
+  return sets;
 }
 
 /** Checks a page the decoder takes against the full way; returns whether it took it. */
-function agrees(text: string, mapping: PostMapping): boolean {
+function agrees(text: string, mapping: PostMapping, seed = 0): boolean {
   const decoded = decodePage(text, { ...mapping, page: 1 });
   if (decoded === null) return false;
   const full = fullWay(text, mapping);
   expect(full, `the decoder took a page the full way refuses: ${JSON.stringify(text)}`).not.toBeNull();
+  const tape = decoded.posts;
   expect(decoded.status).toEqual(typeof full!.status === 'string' ? full!.status : undefined);
   expect(decoded.nextPage).toBe(full!.nextPage);
-  expect(decoded.posts.map(shape)).toEqual(full!.posts.map(shape));
-  expect(rows(decoded.posts)).toBe(rows(full!.posts));
+  expect(tape.length).toBe(full!.posts.length);
+  expect(postIds(tape)).toEqual(full!.posts.map((post) => post.id));
+  expect(postsOf(tape).map(shape)).toEqual(full!.posts.map(shape));
+  for (const declared of [false, true]) {
+    const planned = plan(full!.posts, declared);
+    const fromTape = plan(tape, declared);
+    if (typeof planned === 'string') expect(fromTape).toBe(planned);
+    else {
+      expect(typeof fromTape).toBe('object');
+      expect([...(fromTape as PagePlan).fields]).toEqual([...planned.fields]);
+      expect((fromTape as PagePlan).changes).toEqual(planned.changes);
+    }
+    const fields = typeof planned === 'string' ? [...tape.fields] : [...planned.fields.keys()];
+    for (const columns of columnSets(fields, planned, seed)) {
+      expect(rows(tape, columns)).toBe(rows(full!.posts, columns));
+    }
+  }
   return true;
 }
 
@@ -104,10 +213,10 @@ describe('decodePage against the full way (differential)', () => {
         (value, dropped, how, at, c) => {
           const mapping = mappingOf('platform_post_id', dropped);
           const text = write(value, how);
-          agrees(text, mapping);
+          agrees(text, mapping, at);
           const i = at % (text.length + 1);
-          agrees(text.slice(0, i), mapping);
-          agrees(text.slice(0, i) + c + text.slice(i + 1), mapping);
+          agrees(text.slice(0, i), mapping, at);
+          agrees(text.slice(0, i) + c + text.slice(i + 1), mapping, at);
         },
       ),
       { numRuns: 1500 },
@@ -123,16 +232,71 @@ describe('decodePage against the full way (differential)', () => {
     const text = `{"status":"DONE","data":[${[1, 2, 3].map(record).join(',')}],"response_metadata":[{"next_page":null}]}`;
     expect(agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
     const decoded = decodePage(text, { ...mappingOf('platform_post_id', undefined), page: 1 })!;
-    expect(decoded.posts[0]!.segments).toEqual([{ name: 'brand', value: 'b1' }]);
-    expect(Object.keys(decoded.posts[0]!.fields)).toEqual([
+    const first = postsOf(decoded.posts)[0]!;
+    expect(first.segments).toEqual([{ name: 'brand', value: 'b1' }]);
+    // A null is no value on the tape: its column reads NULL.
+    expect(Object.keys(first.fields)).toEqual([
       'a "quoted" name',
       'café',
       'Back\\slash',
       'roas',
       'big',
       'third_party_data',
-      'nothing',
     ]);
+  });
+
+  it('plans documented fields as the full way does: dates checked, mismatches named by post', () => {
+    for (const values of [
+      ['"2026-03-04"', '"2026-03-04"', 'null', '"2026-03-05"'],
+      ['"2026-03-04"', '"2026-03-04"', '"2026-02-30"', '"x"'],
+      ['"2026-03-04"', '20260304', '"2026-03-04"'],
+      ['"2026-03-04"', '"2026-03-04"', '"\\u0032026-03-04"', '"\\u00320260304"'],
+    ]) {
+      const records = values.map(
+        (v, i) =>
+          `{"platform_post_id":${i + 1},"total_spend":${i % 2 === 0 ? '1.5' : '"x"'},"date_captured":${v}}`,
+      );
+      const text = `{"data":[${records.join(',')}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+      const dates = records.map((r) => r.replace(/"total_spend":[^,]*,/, ''));
+      const only = `{"data":[${dates.join(',')}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(only, mappingOf('platform_post_id', undefined)), only).toBe(true);
+    }
+  });
+
+  it('writes documents with escapes as the full way does, whichever escapes JSON.stringify keeps', () => {
+    for (const document of [
+      '{"a":"x\\ny","b":["q\\"r","s\\\\t"],"c":"\\b\\f\\r\\t"}',
+      '["\\\\u0000","\\\\ud800"]',
+      '{"a":"\\/"}',
+      '{"a":"\\u00e9","b":"\\u001f","c":"\\u001F"}',
+      '["\\u0000","\\ud800","x\\n"]',
+      '{"1":"x\\n","a":"y"}',
+      '{"a\\nb":"x\\n"}',
+    ]) {
+      const text = `{"data":[{"platform_post_id":1,"d":${document}},{"platform_post_id":2,"d":"s"}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+    }
+  });
+
+  it('writes segments repeated as decoded, or only once written, as the full way does, counts included', () => {
+    const segment = (name: string, value: string) => `{"name":"${name}","value":"${value}"}`;
+    const nul = segment('a\\u0000', 'x');
+    const replaced = segment('a\uFFFD', 'x');
+    const lone = segment('b', '\\ud800');
+    const replacedLone = segment('b', '\uFFFD');
+    for (const list of [
+      [nul, nul],
+      [nul, replaced, nul],
+      [replaced, nul],
+      [replaced, nul, nul],
+      [lone, lone, replacedLone],
+      [replacedLone, lone, lone],
+      [segment('c', 'v'), segment('c', 'v'), segment('c', 'w')],
+    ]) {
+      const text = `{"data":[{"platform_post_id":1,"custom_segments":[${list.join(',')}]}],"response_metadata":[{"next_page":null}]}`;
+      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+    }
   });
 
   it('leaves to the full way what it does not take: repeated keys, bad ids, bad segments, bad tokens', () => {

@@ -1,0 +1,219 @@
+/*
+ * A page's tape (model/page-tape.ts) → the COPY text of its posts and segments, as UTF-8, in one pass over its
+ * values. A value on the tape is mostly a range of the page's text that is already its COPY field: a JSON string
+ * without escapes holds no backslash and no control character (JSON refuses them raw), a number token is its own
+ * digits, a compact document is what stringifyExactJson writes. Where today's rules change a value's form (a
+ * number in a text column in numeric::text's form, a string in a jsonb column quoted, a decoded string or a
+ * rewritten document escaped), the value goes through copy-encoding.ts, which stays the reference: the rows are
+ * encodePage's for the same posts, byte for byte (the decoder's differential test holds them to that).
+ */
+import {
+  type PageTape,
+  SEGMENT_STRIDE,
+  TAPE_BIGNUM,
+  TAPE_DECIMAL,
+  TAPE_ESCAPED_JSON,
+  TAPE_FALSE,
+  TAPE_INT64,
+  TAPE_INTEGER,
+  TAPE_JSON,
+  TAPE_OWNED_JSON,
+  TAPE_OWNED_STRING,
+  TAPE_STRING,
+  TAPE_TRUE,
+  VALUE_STRIDE,
+} from '../model/page-tape.js';
+import { CopyBuffer } from './copy-buffer.js';
+import {
+  type EncodeStats,
+  encodeJson,
+  encodeValue,
+  escapeCopyText,
+  type PageColumn,
+  sequenceOf,
+} from './copy-encoding.js';
+import type { ColumnType } from './field-types.js';
+import { numericText } from './number-text.js';
+
+const TAB = 0x09;
+const NEWLINE = 0x0a;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const LETTER_N = 0x4e;
+
+/** A page's COPY text as UTF-8: posts (`_seq`, `_id`, then the columns) and segments (`_seq`, `_id`, name, value). */
+export interface EncodedPage {
+  readonly posts: Buffer;
+  readonly segments: Buffer;
+  readonly segmentRows: number;
+}
+
+/**
+ * The COPY text of a tape's posts and segments, as encodePage writes it for the same posts (a pair repeated
+ * within a post is written once, compared as written).
+ */
+export function encodeTape(
+  tape: PageTape,
+  page: number,
+  columns: readonly PageColumn[],
+  stats: EncodeStats,
+): EncodedPage {
+  const { text, values, postValues, owned } = tape;
+  // Each field's column in the page's COPY (-1: none), and the value of each column in the post being written.
+  const columnOf = new Int32Array(tape.fields.length).fill(-1);
+  const byName = new Map<string, number>();
+  for (let f = 0; f < tape.fields.length; f++) byName.set(tape.fields[f]!, f);
+  const types: ColumnType[] = [];
+  for (let c = 0; c < columns.length; c++) {
+    const f = byName.get(columns[c]!.field);
+    if (f !== undefined) columnOf[f] = c;
+    types.push(columns[c]!.type);
+  }
+  const slots = new Int32Array(columns.length);
+  // A page's rows take half its text or so: its keys, quotes and commas are not written.
+  const out = new CopyBuffer(Math.ceil(0.6 * text.length) + 64 * tape.length);
+  const segments = new CopyBuffer(tape.postSegments[tape.length]! * 64);
+  let segmentRows = 0;
+  const rowStarts: number[] = [];
+  for (let i = 0; i < tape.length; i++) {
+    const sequence = sequenceOf(page, i);
+    out.integer(sequence);
+    out.byte(TAB);
+    writeId(out, tape, i);
+    slots.fill(-1);
+    for (let v = postValues[i]!; v < postValues[i + 1]!; v++) {
+      const c = columnOf[values[v * VALUE_STRIDE]!]!;
+      if (c >= 0) slots[c] = v;
+    }
+    for (let c = 0; c < slots.length; c++) {
+      out.byte(TAB);
+      const v = slots[c]!;
+      if (v < 0) {
+        out.byte(BACKSLASH);
+        out.byte(LETTER_N);
+        continue;
+      }
+      const at = v * VALUE_STRIDE;
+      const kind = values[at + 1]!;
+      const start = values[at + 2]!;
+      const end = values[at + 3]!;
+      const type = types[c]!;
+      switch (kind) {
+        case TAPE_STRING:
+          if (type === 'jsonb') {
+            out.byte(QUOTE);
+            out.range(text, start, end);
+            out.byte(QUOTE);
+          } else out.range(text, start, end);
+          break;
+        case TAPE_INTEGER:
+        case TAPE_JSON:
+          out.range(text, start, end);
+          break;
+        case TAPE_INT64:
+        case TAPE_BIGNUM:
+        case TAPE_DECIMAL:
+          // In a text column a number takes numeric::text's form (copy-encoding.ts encodeValue).
+          if (type === 'text') out.text(numericText(text.slice(start, end)));
+          else out.range(text, start, end);
+          break;
+        case TAPE_TRUE:
+          out.text(type === 'jsonb' ? 'true' : 't');
+          break;
+        case TAPE_FALSE:
+          out.text(type === 'jsonb' ? 'false' : 'f');
+          break;
+        case TAPE_OWNED_STRING:
+          out.text(encodeValue(owned[start]!, type, stats));
+          break;
+        case TAPE_OWNED_JSON:
+          out.text(encodeJson(owned[start]!, stats));
+          break;
+        case TAPE_ESCAPED_JSON:
+          out.text(encodeJson(text.slice(start, end), stats));
+          break;
+      }
+    }
+    out.byte(NEWLINE);
+    if (tape.postSegments[i + 1]! > tape.postSegments[i]!) {
+      segmentRows += writeSegments(segments, tape, i, sequence, rowStarts, stats);
+    }
+  }
+  return { posts: out.done(), segments: segments.done(), segmentRows };
+}
+
+function writeId(out: CopyBuffer, tape: PageTape, post: number): void {
+  const start = tape.ids[2 * post]!;
+  if (start >= 0) out.range(tape.text, start, tape.ids[2 * post + 1]!);
+  else out.text(tape.owned[-1 - start]!);
+}
+
+/**
+ * The segment rows of a post; returns how many. A row written before within the post is not written again; the
+ * counters then count it as encodePage does, which never sees a pair repeated as decoded (the mapping drops it)
+ * but escapes a pair that only becomes a repeat once written ("a\u0000" after "a\uFFFD").
+ */
+function writeSegments(
+  out: CopyBuffer,
+  tape: PageTape,
+  post: number,
+  sequence: number,
+  rowStarts: number[],
+  stats: EncodeStats,
+): number {
+  const first = tape.postSegments[post]!;
+  const last = tape.postSegments[post + 1]!;
+  rowStarts.length = 0;
+  for (let s = first; s < last; s++) {
+    const start = out.length;
+    const nul = stats.nulReplaced;
+    const surrogates = stats.surrogatesReplaced;
+    out.integer(sequence);
+    out.byte(TAB);
+    writeId(out, tape, post);
+    writePart(out, tape, s, 0, stats);
+    writePart(out, tape, s, 1, stats);
+    if (written(out, rowStarts, start)) {
+      out.truncate(start);
+      if (
+        (nul !== stats.nulReplaced || surrogates !== stats.surrogatesReplaced) &&
+        repeated(tape, first, s)
+      ) {
+        stats.nulReplaced = nul;
+        stats.surrogatesReplaced = surrogates;
+      }
+      continue;
+    }
+    out.byte(NEWLINE);
+    rowStarts.push(start);
+  }
+  return rowStarts.length;
+}
+
+function writePart(out: CopyBuffer, tape: PageTape, segment: number, part: 0 | 1, stats: EncodeStats): void {
+  out.byte(TAB);
+  const at = segment * SEGMENT_STRIDE + 2 * part;
+  const start = tape.segments[at]!;
+  if (start >= 0) out.range(tape.text, start, tape.segments[at + 1]!);
+  else out.text(escapeCopyText(tape.owned[-1 - start]!, stats));
+}
+
+/** True when the row being written from `row` to the end is one of the post's rows before it (each ends in \n). */
+function written(out: CopyBuffer, rowStarts: readonly number[], row: number): boolean {
+  const length = out.length - row;
+  for (let j = 0; j < rowStarts.length; j++) {
+    const end = j + 1 < rowStarts.length ? rowStarts[j + 1]! : row;
+    if (end - 1 - rowStarts[j]! === length && out.same(rowStarts[j]!, row, length)) return true;
+  }
+  return false;
+}
+
+/** True when segment `s` of a post repeats, as decoded, one before it (from `first`). */
+function repeated(tape: PageTape, first: number, s: number): boolean {
+  const name = tape.segmentText(s, 0);
+  const value = tape.segmentText(s, 1);
+  for (let k = first; k < s; k++) {
+    if (tape.segmentText(k, 0) === name && tape.segmentText(k, 1) === value) return true;
+  }
+  return false;
+}

@@ -1,0 +1,61 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CopyBuffer } from '../../../src/load/copy-buffer.js';
+
+/** Any UTF-16 code units, lone surrogates included, short and past the length written natively. */
+const text = fc.oneof(
+  fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 400 }),
+  fc.string({
+    unit: fc.constantFrom(
+      'a',
+      'é',
+      '\u07ff',
+      '\u0800',
+      '日',
+      '\ud83d\ude00',
+      '\ud800',
+      '\udbff',
+      '\udc00',
+      '\udfff',
+    ),
+    maxLength: 700,
+  }),
+);
+
+describe('CopyBuffer', () => {
+  it('writes any range of any text as Buffer.from writes it, growing as it must', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(text, fc.nat(), fc.nat()), { maxLength: 12 }),
+        fc.nat(3000),
+        (parts, n) => {
+          const out = new CopyBuffer(1);
+          const expected: Buffer[] = [];
+          for (const [t, a, b] of parts) {
+            const start = a % (t.length + 1);
+            const end = start + (b % (t.length - start + 1));
+            out.range(t, start, end);
+            expected.push(Buffer.from(t.slice(start, end), 'utf8'));
+            out.byte(0x09);
+            expected.push(Buffer.from('\t'));
+          }
+          out.integer(n * 1_048_576 + n);
+          expected.push(Buffer.from(String(n * 1_048_576 + n)));
+          expect(out.done().equals(Buffer.concat(expected))).toBe(true);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('compares and forgets what it wrote', () => {
+    const out = new CopyBuffer(4);
+    out.text('ab\tab\t');
+    expect(out.same(0, 3, 2)).toBe(true);
+    expect(out.same(0, 1, 2)).toBe(false);
+    out.truncate(3);
+    out.text('x');
+    expect(out.done().toString()).toBe('ab\tx');
+  });
+});
