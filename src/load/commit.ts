@@ -1,6 +1,7 @@
 /*
  * Committing windows: in one transaction, the rows loaded before for those dates are deleted and each completely
- * staged window's rows are inserted, into the partition of their period. MVCC shows readers the old windows or
+ * staged window's rows are inserted, into the partition of their period (a window's segment values loaded before
+ * and staged again are kept, the others deleted or inserted). MVCC shows readers the old windows or
  * the new ones, never a mix, and takes no lock that holds them; a killed connection leaves the old contents.
  */
 import type pg from 'pg';
@@ -153,14 +154,16 @@ async function replaceOld(
     );
   }
   const starts = [...new Set([...replaced.rows.map((r) => r.start), ...sorted.map((w) => w.start)])];
-  for (const table of [SEGMENTS, POSTS]) {
-    await client.query(queries.deleteWindowRows(schema, table), [DEFAULT_ORG, starts]);
-  }
+  await client.query(queries.deleteWindowRows(schema, POSTS), [DEFAULT_ORG, starts]);
+  // The segment values of a new window's dates are replaced by its insert (insertWindow), the others here.
+  const gone = starts.filter((start) => !sorted.some((w) => w.start === start));
+  if (gone.length > 0) await client.query(queries.deleteWindowRows(schema, SEGMENTS), [DEFAULT_ORG, gone]);
   return replaced.rows.map(({ start, end }) => ({ start, end }));
 }
 
 /**
- * Inserts a window's stage into posts and post_custom_segments and drops the stage; returns its post count. A
+ * Inserts a window's stage into posts, replaces its segment values by the stage's, and drops the stage; returns
+ * its post count. A
  * post id repeated within the report fails the key: then the earlier occurrences and their segments are deleted
  * from the stage first.
  */
@@ -195,8 +198,12 @@ async function insertWindow(
     inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
   }
   await client.query(queries.releaseSavepoint('insert'));
+  // A reload mostly stages the values it loaded before: only those that changed are deleted and inserted.
+  const keys = [DEFAULT_ORG, window.start];
+  await client.query(queries.deleteSegmentsNotStaged(schema, stage.stage_segments, postIdField), keys);
   await client.query(
-    queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments, [postIdField, 'name', 'value']),
+    queries.insertSegmentsNotLoaded(schema, stage.stage_segments, postIdField, segments),
+    keys,
   );
   await client.query(queries.dropTable(schema, stage.stage_posts));
   await client.query(queries.dropTable(schema, stage.stage_segments));

@@ -102,6 +102,38 @@ describe('window-atomic loads', () => {
     expect(await reportWindow(w)).toMatchObject({ status: 'loaded', row_count: 0 });
   });
 
+  it('a reload rewrites only the segment values that changed, and ends with exactly the new ones', async () => {
+    const w = { start: '2026-01-22', end: '2026-01-28' };
+    await load(loader, w, 's1', [
+      [post(1, {}, [seg('Region', 'North'), seg('Tier', 'Gold')]), post(2, {}, [seg('Region', 'South')])],
+      [post(3, {}, [seg('Region', 'East')])],
+    ]);
+    const rows = async () => {
+      const { rows } = await db.pool.query<{ row: string; xmin: string }>(
+        `SELECT platform_post_id || ' ' || name || '=' || value AS row, xmin::text AS xmin
+           FROM post_reports.post_custom_segments WHERE _window_start = $1 ORDER BY 1`,
+        [w.start],
+      );
+      return new Map(rows.map((r) => [r.row, r.xmin]));
+    };
+    const before = await rows();
+    // Post 1 keeps one value and changes the other, post 2 is unchanged, post 3 is gone, post 4 is new.
+    await load(loader, w, 's2', [
+      [post(2, {}, [seg('Region', 'South')]), post(1, {}, [seg('Region', 'North'), seg('Tier', 'Silver')])],
+      [post(4, {}, [seg('Region', 'West')])],
+    ]);
+    const after = await rows();
+    expect([...after.keys()]).toEqual(['1 Region=North', '1 Tier=Silver', '2 Region=South', '4 Region=West']);
+    // The values staged again are the rows loaded before, not copies of them; the others were written anew.
+    expect(after.get('1 Region=North')).toBe(before.get('1 Region=North'));
+    expect(after.get('2 Region=South')).toBe(before.get('2 Region=South'));
+    const loadedBefore = new Set(before.values());
+    expect(loadedBefore.has(after.get('1 Tier=Silver')!)).toBe(false);
+    expect(loadedBefore.has(after.get('4 Region=West')!)).toBe(false);
+    // The posts themselves are always written anew: their report and load time change.
+    expect(await idsOf(db.pool, w)).toEqual(['1', '2', '4']);
+  });
+
   it('windows of another size replace the old ones without counting a date twice or losing one', async () => {
     const a = { start: '2026-02-01', end: '2026-02-07' };
     const b = { start: '2026-02-08', end: '2026-02-14' };
