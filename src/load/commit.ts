@@ -14,8 +14,10 @@ import { commitLockKey, ddlLockKey, lockForTransaction } from './locks.js';
 import {
   DEFAULT_ORG,
   ensurePartitions,
+  fillNewPartitions,
   noPartitionError,
   type PARTITIONED_TABLES,
+  partitionsMissing,
 } from './period-partitions.js';
 import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
@@ -163,9 +165,8 @@ async function replaceOld(
 
 /**
  * Inserts a window's stage into posts, replaces its segment values by the stage's, and drops the stage; returns
- * its post count. A
- * post id repeated within the report fails the key: then the earlier occurrences and their segments are deleted
- * from the stage first.
+ * its post count. A post id repeated within the report fails the key: then the earlier occurrences and their
+ * segments are deleted from the stage first.
  */
 async function insertWindow(
   client: pg.PoolClient,
@@ -173,42 +174,105 @@ async function insertWindow(
   window: Window,
   stage: ProgressRow,
 ): Promise<number> {
-  const { schema, postIdField, partitionPeriod = 'year' } = context.target;
-  await ensurePartitions(client, schema, partitionPeriod, window.start);
-  const posts = await insertColumns(client, schema, window, stage.stage_posts, POSTS);
-  const segments = await insertColumns(client, schema, window, stage.stage_segments, SEGMENTS);
-  let inserted: pg.QueryResult;
+  const { schema, partitionPeriod = 'year' } = context.target;
+  const columns = {
+    posts: await insertColumns(client, schema, window, stage.stage_posts, POSTS),
+    segments: await insertColumns(client, schema, window, stage.stage_segments, SEGMENTS),
+  };
+  let inserted: number;
   await client.query(queries.savepoint('insert'));
   try {
-    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
+    inserted = await insertRows(client, context, window, stage, columns);
   } catch (error) {
     if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
     if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
     await client.query(queries.rollbackToSavepoint('insert'));
-    const deleted = await client.query(
-      queries.deleteEarlierOccurrences(schema, stage.stage_posts, postIdField),
-    );
-    await client.query(
-      queries.deleteOrphanSegments(schema, stage.stage_segments, stage.stage_posts, postIdField),
-    );
-    context.logger.warn(
-      { window: windowLabel(window), occurrences: deleted.rowCount },
-      'post ids repeated within the report: the last occurrence of each is kept',
-    );
-    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
+    if (!(await keepLastOccurrences(client, context, window, stage))) throw error;
+    inserted = await insertRows(client, context, window, stage, columns);
   }
   await client.query(queries.releaseSavepoint('insert'));
-  // A reload mostly stages the values it loaded before: only those that changed are deleted and inserted.
-  const keys = [DEFAULT_ORG, window.start];
-  await client.query(queries.deleteSegmentsNotStaged(schema, stage.stage_segments, postIdField), keys);
-  await client.query(
-    queries.insertSegmentsNotLoaded(schema, stage.stage_segments, postIdField, segments),
-    keys,
-  );
   await client.query(queries.dropTable(schema, stage.stage_posts));
   await client.query(queries.dropTable(schema, stage.stage_segments));
   await client.query(queries.deleteProgress(schema), [window.start, window.end]);
+  return inserted;
+}
+
+interface StageColumns {
+  readonly posts: [string, string][];
+  readonly segments: [string, string][];
+}
+
+/**
+ * The stage's rows into the window's partitions: the first window of a period fills them before they have an
+ * index (fillNewPartitions); any other is inserted through the parents, and a reload mostly stages the segment
+ * values it loaded before, so only those that changed are deleted and inserted. Returns the post count.
+ */
+async function insertRows(
+  client: pg.PoolClient,
+  context: LoadContext,
+  window: Window,
+  stage: ProgressRow,
+  columns: StageColumns,
+): Promise<number> {
+  const { schema, postIdField, partitionPeriod = 'year' } = context.target;
+  if (await partitionsMissing(client, schema, partitionPeriod, window.start)) {
+    let posts = 0;
+    const filled = await fillNewPartitions(
+      client,
+      schema,
+      partitionPeriod,
+      window.start,
+      async (parent, table) => {
+        const [from, list] =
+          parent === POSTS ? [stage.stage_posts, columns.posts] : [stage.stage_segments, columns.segments];
+        const result = await client.query(queries.insertFromStage(schema, table, from, list));
+        if (parent === POSTS) posts = result.rowCount ?? 0;
+      },
+    );
+    if (filled) {
+      context.logger.debug(
+        { window: windowLabel(window), posts },
+        "the period's partitions made with the window's rows, their indexes built by the attach",
+      );
+      return posts;
+    }
+  }
+  await ensurePartitions(client, schema, partitionPeriod, window.start);
+  const inserted = await client.query(
+    queries.insertFromStage(schema, POSTS, stage.stage_posts, columns.posts),
+  );
+  const keys = [DEFAULT_ORG, window.start];
+  await client.query(queries.deleteSegmentsNotStaged(schema, stage.stage_segments, postIdField), keys);
+  await client.query(
+    queries.insertSegmentsNotLoaded(schema, stage.stage_segments, postIdField, columns.segments),
+    keys,
+  );
   return inserted.rowCount ?? 0;
+}
+
+/**
+ * Deletes from the stage the earlier occurrences of the post ids the report repeats, with their segments; false
+ * when it repeats none.
+ */
+async function keepLastOccurrences(
+  client: pg.PoolClient,
+  context: LoadContext,
+  window: Window,
+  stage: ProgressRow,
+): Promise<boolean> {
+  const { schema, postIdField } = context.target;
+  const deleted = await client.query(
+    queries.deleteEarlierOccurrences(schema, stage.stage_posts, postIdField),
+  );
+  if (!deleted.rowCount) return false;
+  await client.query(
+    queries.deleteOrphanSegments(schema, stage.stage_segments, stage.stage_posts, postIdField),
+  );
+  context.logger.warn(
+    { window: windowLabel(window), occurrences: deleted.rowCount },
+    'post ids repeated within the report: the last occurrence of each is kept',
+  );
+  return true;
 }
 
 /**

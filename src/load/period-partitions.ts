@@ -76,6 +76,59 @@ export async function ensurePartitions(
   }
 }
 
+/** Whether a window starting on `start` is the first of its period: neither table has the period's partition. */
+export async function partitionsMissing(
+  client: Queryable,
+  schema: string,
+  period: PartitionPeriod,
+  start: string,
+): Promise<boolean> {
+  const { suffix } = periodBounds(period, start);
+  for (const parent of PARTITIONED_TABLES) {
+    const found = await client.query<{ exists: boolean }>(queries.tableExists, [
+      qualified(schema, `${parent}_${suffix}`),
+    ]);
+    if (found.rows[0]?.exists) return false;
+  }
+  return true;
+}
+
+/**
+ * Makes the period's partitions of both tables for a window starting on `start` with the window's rows in them:
+ * each table is created, filled by `fill` (its name) while it has no index, then attached, which builds each of
+ * its indexes from the rows in one sort instead of inserting every row into it (15-20 % of a big window's
+ * commit). A CHECK of the period's dates spares the attach its scan of the rows; it is dropped once attached.
+ * Call inside the commit's transaction, as ensurePartitions. Returns false, having made nothing, when another
+ * period's partition holds some of these dates (the setting changed): ensurePartitions then finds where they go.
+ */
+export async function fillNewPartitions(
+  client: Queryable,
+  schema: string,
+  period: PartitionPeriod,
+  start: string,
+  fill: (parent: (typeof PARTITIONED_TABLES)[number], table: string) => Promise<void>,
+): Promise<boolean> {
+  const { suffix, from, to } = periodBounds(period, start);
+  await client.query(queries.savepoint('fill'));
+  try {
+    for (const parent of PARTITIONED_TABLES) {
+      const name = `${parent}_${suffix}`;
+      await client.query(queries.createLike(schema, name, parent));
+      await fill(parent, name);
+      const check = `${name}_period_check`;
+      await client.query(queries.addPeriodCheck(schema, name, check, DEFAULT_ORG, from, to));
+      await client.query(queries.attachRange(schema, parent, name, DEFAULT_ORG, from, to));
+      await client.query(queries.dropConstraint(schema, name, check));
+    }
+  } catch (error) {
+    if (sqlState(error) !== INVALID_OBJECT_DEFINITION) throw error;
+    await client.query(queries.rollbackToSavepoint('fill'));
+    return false;
+  }
+  await client.query(queries.releaseSavepoint('fill'));
+  return true;
+}
+
 /** A row routed to no partition: the dates fall between partitions of another period than the setting's. */
 export function noPartitionError(start: string, period: PartitionPeriod): StoreError {
   return new StoreError(

@@ -280,6 +280,28 @@ export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';
 
 // ---- column retype ----------------------------------------------------------------------------------------
 
+/**
+ * A period partition's dates as a CHECK named `name` (null bounds: unbounded), which implies its partition
+ * constraint, so that ATTACH PARTITION skips its validating scan.
+ */
+export function addPeriodCheck(
+  schema: string,
+  table: string,
+  name: string,
+  org: string,
+  from: string | null,
+  to: string | null,
+): string {
+  const terms = [`_org = ${pg.escapeLiteral(org)}`];
+  if (from !== null) terms.push(`_window_start >= ${pg.escapeLiteral(from)}::date`);
+  if (to !== null) terms.push(`_window_start < ${pg.escapeLiteral(to)}::date`);
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(name)} CHECK (${terms.join(' AND ')})`;
+}
+
+export function dropConstraint(schema: string, table: string, name: string): string {
+  return `ALTER TABLE ${qualified(schema, table)} DROP CONSTRAINT ${pg.escapeIdentifier(name)}`;
+}
+
 /** Waits (up to the session's lock_timeout) for readers of the table to finish. */
 export function lockExclusive(schema: string, table: string): string {
   return `LOCK TABLE ${qualified(schema, table)} IN ACCESS EXCLUSIVE MODE`;
