@@ -16,8 +16,8 @@ import {
   ensurePartitions,
   fillNewPartitions,
   noPartitionError,
-  type PARTITIONED_TABLES,
-  partitionsMissing,
+  PARTITIONED_TABLES,
+  partitionsFound,
 } from './period-partitions.js';
 import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
@@ -215,7 +215,8 @@ async function insertRows(
   columns: StageColumns,
 ): Promise<number> {
   const { schema, postIdField, partitionPeriod = 'year' } = context.target;
-  if (await partitionsMissing(client, schema, partitionPeriod, window.start)) {
+  const found = await partitionsFound(client, schema, partitionPeriod, window.start);
+  if (found === 0) {
     let posts = 0;
     const filled = await fillNewPartitions(
       client,
@@ -237,7 +238,8 @@ async function insertRows(
       return posts;
     }
   }
-  await ensurePartitions(client, schema, partitionPeriod, window.start);
+  if (found < PARTITIONED_TABLES.length)
+    await ensurePartitions(client, schema, partitionPeriod, window.start);
   const inserted = await client.query(
     queries.insertFromStage(schema, POSTS, stage.stage_posts, columns.posts),
   );

@@ -76,27 +76,23 @@ export async function ensurePartitions(
   }
 }
 
-/** Whether a window starting on `start` is the first of its period: neither table has the period's partition. */
-export async function partitionsMissing(
+/** How many of the two tables have the period's partition for a window starting on `start` (0, 1 or 2). */
+export async function partitionsFound(
   client: Queryable,
   schema: string,
   period: PartitionPeriod,
   start: string,
-): Promise<boolean> {
+): Promise<number> {
   const { suffix } = periodBounds(period, start);
-  for (const parent of PARTITIONED_TABLES) {
-    const found = await client.query<{ exists: boolean }>(queries.tableExists, [
-      qualified(schema, `${parent}_${suffix}`),
-    ]);
-    if (found.rows[0]?.exists) return false;
-  }
-  return true;
+  const names = PARTITIONED_TABLES.map((parent) => qualified(schema, `${parent}_${suffix}`));
+  const found = await client.query<{ found: number }>(queries.tablesFound, [names]);
+  return found.rows[0]?.found ?? 0;
 }
 
 /**
  * Makes the period's partitions of both tables for a window starting on `start` with the window's rows in them:
  * each table is created, filled by `fill` (its name) while it has no index, then attached, which builds each of
- * its indexes from the rows in one sort instead of inserting every row into it (15-20 % of a big window's
+ * its indexes from the rows in one sort instead of inserting every row into it (about a third of a big window's
  * commit). A CHECK of the period's dates spares the attach its scan of the rows; it is dropped once attached.
  * Call inside the commit's transaction, as ensurePartitions. Returns false, having made nothing, when another
  * period's partition holds some of these dates (the setting changed): ensurePartitions then finds where they go.
@@ -111,6 +107,13 @@ export async function fillNewPartitions(
   const { suffix, from, to } = periodBounds(period, start);
   await client.query(queries.savepoint('fill'));
   try {
+    // Empty first: dates another period's partition holds fail the attach before any row is written.
+    for (const parent of PARTITIONED_TABLES) {
+      const name = `${parent}_${suffix}`;
+      await client.query(queries.createLike(schema, name, parent));
+      await client.query(queries.attachRange(schema, parent, name, DEFAULT_ORG, from, to));
+    }
+    await client.query(queries.rollbackToSavepoint('fill'));
     for (const parent of PARTITIONED_TABLES) {
       const name = `${parent}_${suffix}`;
       await client.query(queries.createLike(schema, name, parent));
@@ -123,6 +126,7 @@ export async function fillNewPartitions(
   } catch (error) {
     if (sqlState(error) !== INVALID_OBJECT_DEFINITION) throw error;
     await client.query(queries.rollbackToSavepoint('fill'));
+    await client.query(queries.releaseSavepoint('fill'));
     return false;
   }
   await client.query(queries.releaseSavepoint('fill'));

@@ -257,6 +257,9 @@ export function deleteOrphanSegments(
 /** $1 the qualified table: whether it exists. */
 export const tableExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
 
+/** $1 qualified tables: how many of them exist. */
+export const tablesFound = 'SELECT count(to_regclass(t))::int AS found FROM unnest($1::text[]) AS t';
+
 /** Attaches a period partition for one organization; null bounds are MINVALUE / MAXVALUE. */
 export function attachRange(
   schema: string,
