@@ -95,7 +95,8 @@ export async function partitionsFound(
  * its indexes from the rows in one sort instead of inserting every row into it (about a third of a big window's
  * commit). A CHECK of the period's dates spares the attach its scan of the rows; it is dropped once attached.
  * Call inside the commit's transaction, as ensurePartitions. Returns false, having made nothing, when another
- * period's partition holds some of these dates (the setting changed): ensurePartitions then finds where they go.
+ * period's partition holds some of these dates (the setting changed: ensurePartitions then finds where they go),
+ * or when the parents are watched (a trigger, a publication): their rows then go in through the parents.
  */
 export async function fillNewPartitions(
   client: Queryable,
@@ -105,6 +106,9 @@ export async function fillNewPartitions(
   fill: (parent: (typeof PARTITIONED_TABLES)[number], table: string) => Promise<void>,
 ): Promise<boolean> {
   const { suffix, from, to } = periodBounds(period, start);
+  const parents = PARTITIONED_TABLES.map((parent) => qualified(schema, parent));
+  const watched = await client.query<{ watched: boolean }>(queries.tablesWatched, [parents]);
+  if (watched.rows[0]?.watched) return false;
   await client.query(queries.savepoint('fill'));
   try {
     // Empty first: dates another period's partition holds fail the attach before any row is written.

@@ -257,6 +257,14 @@ export function deleteOrphanSegments(
 /** $1 the qualified table: whether it exists. */
 export const tableExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
 
+/**
+ * $1 qualified tables: whether rows written into a new table and attached under them after would escape someone
+ * watching them: a trigger of their own (an operator's), or any publication (logical replication sends a row as
+ * the table it was written to was published then).
+ */
+export const tablesWatched = `SELECT EXISTS (SELECT 1 FROM pg_publication)
+    OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = ANY($1::text[]::regclass[]) AND NOT tgisinternal) AS watched`;
+
 /** $1 qualified tables: how many of them exist. */
 export const tablesFound = 'SELECT count(to_regclass(t))::int AS found FROM unnest($1::text[]) AS t';
 

@@ -183,6 +183,23 @@ describe('window-atomic loads', () => {
     }
   });
 
+  it('puts the first window of a period through the parents when an operator watches them with a trigger', async () => {
+    await db.pool.query(`CREATE TABLE post_reports.audit (id bigint)
+      ; CREATE FUNCTION post_reports.audit() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO post_reports.audit VALUES (NEW.platform_post_id); RETURN NEW; END $$
+      ; CREATE TRIGGER audit AFTER INSERT ON post_reports.posts FOR EACH ROW EXECUTE FUNCTION post_reports.audit()`);
+    try {
+      const w = { start: '2034-05-01', end: '2034-05-07' };
+      expect(await load(loader, w, 't1', [[post(11, {}, [seg('Region', 'North')]), post(12)]])).toBe(2);
+      const audited = await db.pool.query('SELECT id::text AS id FROM post_reports.audit ORDER BY 1');
+      expect(audited.rows).toEqual([{ id: '11' }, { id: '12' }]);
+      expect(await idsOf(db.pool, w)).toEqual(['11', '12']);
+    } finally {
+      await db.pool.query('DROP TRIGGER audit ON post_reports.posts; DROP TABLE post_reports.audit');
+      await db.pool.query('DROP FUNCTION post_reports.audit()');
+    }
+  });
+
   it('a reload rewrites only the segment values that changed, and ends with exactly the new ones', async () => {
     const w = { start: '2026-01-22', end: '2026-01-28' };
     await load(loader, w, 's1', [
