@@ -1,6 +1,7 @@
 /*
  * Committing windows: in one transaction, the rows loaded before for those dates are deleted and each completely
- * staged window's rows are inserted, into the partition of their period. MVCC shows readers the old windows or
+ * staged window's rows are inserted, into the partition of their period (a window's segment values loaded before
+ * and staged again are kept, the others deleted or inserted). MVCC shows readers the old windows or
  * the new ones, never a mix, and takes no lock that holds them; a killed connection leaves the old contents.
  */
 import type pg from 'pg';
@@ -13,8 +14,10 @@ import { commitLockKey, ddlLockKey, lockForTransaction } from './locks.js';
 import {
   DEFAULT_ORG,
   ensurePartitions,
+  fillNewPartitions,
   noPartitionError,
-  type PARTITIONED_TABLES,
+  PARTITIONED_TABLES,
+  partitionsFound,
 } from './period-partitions.js';
 import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
@@ -153,16 +156,17 @@ async function replaceOld(
     );
   }
   const starts = [...new Set([...replaced.rows.map((r) => r.start), ...sorted.map((w) => w.start)])];
-  for (const table of [SEGMENTS, POSTS]) {
-    await client.query(queries.deleteWindowRows(schema, table), [DEFAULT_ORG, starts]);
-  }
+  await client.query(queries.deleteWindowRows(schema, POSTS), [DEFAULT_ORG, starts]);
+  // The segment values of a new window's dates are replaced by its insert (insertWindow), the others here.
+  const gone = starts.filter((start) => !sorted.some((w) => w.start === start));
+  if (gone.length > 0) await client.query(queries.deleteWindowRows(schema, SEGMENTS), [DEFAULT_ORG, gone]);
   return replaced.rows.map(({ start, end }) => ({ start, end }));
 }
 
 /**
- * Inserts a window's stage into posts and post_custom_segments and drops the stage; returns its post count. A
- * post id repeated within the report fails the key: then the earlier occurrences and their segments are deleted
- * from the stage first.
+ * Inserts a window's stage into posts, replaces its segment values by the stage's, and drops the stage; returns
+ * its post count. A post id repeated within the report fails the key: then the earlier occurrences and their
+ * segments are deleted from the stage first.
  */
 async function insertWindow(
   client: pg.PoolClient,
@@ -170,38 +174,107 @@ async function insertWindow(
   window: Window,
   stage: ProgressRow,
 ): Promise<number> {
-  const { schema, postIdField, partitionPeriod = 'year' } = context.target;
-  await ensurePartitions(client, schema, partitionPeriod, window.start);
-  const posts = await insertColumns(client, schema, window, stage.stage_posts, POSTS);
-  const segments = await insertColumns(client, schema, window, stage.stage_segments, SEGMENTS);
-  let inserted: pg.QueryResult;
+  const { schema, partitionPeriod = 'year' } = context.target;
+  const columns = {
+    posts: await insertColumns(client, schema, window, stage.stage_posts, POSTS),
+    segments: await insertColumns(client, schema, window, stage.stage_segments, SEGMENTS),
+  };
+  let inserted: number;
   await client.query(queries.savepoint('insert'));
   try {
-    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
+    inserted = await insertRows(client, context, window, stage, columns);
   } catch (error) {
     if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
     if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
     await client.query(queries.rollbackToSavepoint('insert'));
-    const deleted = await client.query(
-      queries.deleteEarlierOccurrences(schema, stage.stage_posts, postIdField),
-    );
-    await client.query(
-      queries.deleteOrphanSegments(schema, stage.stage_segments, stage.stage_posts, postIdField),
-    );
-    context.logger.warn(
-      { window: windowLabel(window), occurrences: deleted.rowCount },
-      'post ids repeated within the report: the last occurrence of each is kept',
-    );
-    inserted = await client.query(queries.insertFromStage(schema, POSTS, stage.stage_posts, posts));
+    if (!(await keepLastOccurrences(client, context, window, stage))) throw error;
+    inserted = await insertRows(client, context, window, stage, columns);
   }
   await client.query(queries.releaseSavepoint('insert'));
-  await client.query(
-    queries.insertFromStage(schema, SEGMENTS, stage.stage_segments, segments, [postIdField, 'name', 'value']),
-  );
   await client.query(queries.dropTable(schema, stage.stage_posts));
   await client.query(queries.dropTable(schema, stage.stage_segments));
   await client.query(queries.deleteProgress(schema), [window.start, window.end]);
+  return inserted;
+}
+
+interface StageColumns {
+  readonly posts: [string, string][];
+  readonly segments: [string, string][];
+}
+
+/**
+ * The stage's rows into the window's partitions: the first window of a period fills them before they have an
+ * index (fillNewPartitions); any other is inserted through the parents, and a reload mostly stages the segment
+ * values it loaded before, so only those that changed are deleted and inserted. Returns the post count.
+ */
+async function insertRows(
+  client: pg.PoolClient,
+  context: LoadContext,
+  window: Window,
+  stage: ProgressRow,
+  columns: StageColumns,
+): Promise<number> {
+  const { schema, postIdField, partitionPeriod = 'year' } = context.target;
+  const found = await partitionsFound(client, schema, partitionPeriod, window.start);
+  if (found === 0) {
+    let posts = 0;
+    const filled = await fillNewPartitions(
+      client,
+      schema,
+      partitionPeriod,
+      window.start,
+      async (parent, table) => {
+        const [from, list] =
+          parent === POSTS ? [stage.stage_posts, columns.posts] : [stage.stage_segments, columns.segments];
+        const result = await client.query(queries.insertFromStage(schema, table, from, list));
+        if (parent === POSTS) posts = result.rowCount ?? 0;
+      },
+    );
+    if (filled) {
+      context.logger.debug(
+        { window: windowLabel(window), posts },
+        "the period's partitions made with the window's rows, their indexes built by the attach",
+      );
+      return posts;
+    }
+  }
+  if (found < PARTITIONED_TABLES.length)
+    await ensurePartitions(client, schema, partitionPeriod, window.start);
+  const inserted = await client.query(
+    queries.insertFromStage(schema, POSTS, stage.stage_posts, columns.posts),
+  );
+  const keys = [DEFAULT_ORG, window.start];
+  await client.query(queries.deleteSegmentsNotStaged(schema, stage.stage_segments, postIdField), keys);
+  await client.query(
+    queries.insertSegmentsNotLoaded(schema, stage.stage_segments, postIdField, columns.segments),
+    keys,
+  );
   return inserted.rowCount ?? 0;
+}
+
+/**
+ * Deletes from the stage the earlier occurrences of the post ids the report repeats, with their segments; false
+ * when it repeats none.
+ */
+async function keepLastOccurrences(
+  client: pg.PoolClient,
+  context: LoadContext,
+  window: Window,
+  stage: ProgressRow,
+): Promise<boolean> {
+  const { schema, postIdField } = context.target;
+  const deleted = await client.query(
+    queries.deleteEarlierOccurrences(schema, stage.stage_posts, postIdField),
+  );
+  if (!deleted.rowCount) return false;
+  await client.query(
+    queries.deleteOrphanSegments(schema, stage.stage_segments, stage.stage_posts, postIdField),
+  );
+  context.logger.warn(
+    { window: windowLabel(window), occurrences: deleted.rowCount },
+    'post ids repeated within the report: the last occurrence of each is kept',
+  );
+  return true;
 }
 
 /**

@@ -102,6 +102,136 @@ describe('window-atomic loads', () => {
     expect(await reportWindow(w)).toMatchObject({ status: 'loaded', row_count: 0 });
   });
 
+  it("fills the first window's new period partitions before attaching them with every index of the parents", async () => {
+    // An index an operator added to posts: the attach builds it on the new partition too.
+    await db.pool.query('CREATE INDEX posts_brand_idx ON post_reports.posts (brand)');
+    try {
+      const w = { start: '2032-02-01', end: '2032-02-07' };
+      // Post 7 twice: the keys are built at the attach, and fail it as they fail an insert.
+      const pages = [
+        [post(7, { brand: 'first' }, [seg('Region', 'North')]), post(8, {}, [seg('Region', 'South')])],
+        [post(7, { brand: 'last' }, [seg('Region', 'West'), seg('Tier', 'Gold')])],
+      ];
+      expect(await load(loader, w, 'n1', pages)).toBe(2);
+      const filled = () =>
+        log
+          .lines()
+          .filter((l) => String(l.msg).startsWith("the period's partitions made with the window's rows"))
+          .map((l) => String(l.window))
+          .filter((label) => label >= '2032');
+      expect(filled()).toEqual(['2032-02-01..2032-02-07']);
+      const posts = await db.pool.query(
+        `SELECT platform_post_id::text AS id, brand FROM post_reports.posts_y2032 ORDER BY 1`,
+      );
+      expect(posts.rows).toEqual([
+        { id: '7', brand: 'last' },
+        { id: '8', brand: null },
+      ]);
+      const segments = await db.pool.query(
+        `SELECT platform_post_id || ' ' || name || '=' || value AS s FROM post_reports.post_custom_segments_y2032 ORDER BY 1`,
+      );
+      expect(segments.rows.map((r) => r.s)).toEqual(['7 Region=West', '7 Tier=Gold', '8 Region=South']);
+      // Each partition has one index for each of its parent's, attached to it, and no constraint of its own left.
+      const indexes = await db.pool.query<{
+        partition: string;
+        parents: number;
+        attached: number;
+        checks: number;
+      }>(
+        `SELECT c.relname AS partition,
+                (SELECT count(*)::int FROM pg_index x WHERE x.indrelid = i.inhparent) AS parents,
+                (SELECT count(*)::int FROM pg_index x JOIN pg_inherits h ON h.inhrelid = x.indexrelid
+                  WHERE x.indrelid = c.oid) AS attached,
+                (SELECT count(*)::int FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'c') AS checks
+           FROM pg_class c JOIN pg_inherits i ON i.inhrelid = c.oid
+          WHERE c.relnamespace = 'post_reports'::regnamespace AND c.relname ~ '_y2032$' ORDER BY 1`,
+      );
+      expect(indexes.rows).toEqual([
+        { partition: 'post_custom_segments_y2032', parents: 2, attached: 2, checks: 0 },
+        { partition: 'posts_y2032', parents: 3, attached: 3, checks: 0 },
+      ]);
+      // The key holds: the next window of the period goes in through the parent.
+      const next = { start: '2032-02-08', end: '2032-02-14' };
+      expect(await load(loader, next, 'n2', [[post(7, {}, [seg('Region', 'West')])]])).toBe(1);
+      expect(filled()).toEqual(['2032-02-01..2032-02-07']);
+      await expect(
+        db.pool.query(
+          `INSERT INTO post_reports.posts_y2032 (platform_post_id, _window_start, _window_end, _report_id)
+           VALUES (8, '2032-02-01', '2032-02-07', 'x')`,
+        ),
+      ).rejects.toThrow(/duplicate key/);
+      // Another period setting puts a window where its dates already are, making nothing; its own new periods
+      // are filled the same way.
+      const monthly = new Loader(db.pool, { ...target, partitionPeriod: 'month' }, log.logger);
+      await load(monthly, { start: '2032-03-01', end: '2032-03-01' }, 'm1', [
+        [post(9, {}, [seg('Region', 'East')])],
+      ]);
+      await load(monthly, { start: '2033-03-01', end: '2033-03-01' }, 'm2', [
+        [post(9, {}, [seg('Region', 'East')])],
+      ]);
+      const where = await db.pool.query(
+        `SELECT tableoid::regclass::text AS t, _window_start::text AS d FROM post_reports.post_custom_segments
+          WHERE platform_post_id = 9 AND _window_start >= '2032-03-01' ORDER BY 2`,
+      );
+      expect(filled()).toEqual(['2032-02-01..2032-02-07', '2033-03-01..2033-03-01']);
+      expect(where.rows).toEqual([
+        { t: 'post_reports.post_custom_segments_y2032', d: '2032-03-01' },
+        { t: 'post_reports.post_custom_segments_m203303', d: '2033-03-01' },
+      ]);
+    } finally {
+      await db.pool.query('DROP INDEX post_reports.posts_brand_idx');
+    }
+  });
+
+  it('puts the first window of a period through the parents when an operator watches them with a trigger', async () => {
+    await db.pool.query(`CREATE TABLE post_reports.audit (id bigint)
+      ; CREATE FUNCTION post_reports.audit() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO post_reports.audit VALUES (NEW.platform_post_id); RETURN NEW; END $$
+      ; CREATE TRIGGER audit AFTER INSERT ON post_reports.posts FOR EACH ROW EXECUTE FUNCTION post_reports.audit()`);
+    try {
+      const w = { start: '2034-05-01', end: '2034-05-07' };
+      expect(await load(loader, w, 't1', [[post(11, {}, [seg('Region', 'North')]), post(12)]])).toBe(2);
+      const audited = await db.pool.query('SELECT id::text AS id FROM post_reports.audit ORDER BY 1');
+      expect(audited.rows).toEqual([{ id: '11' }, { id: '12' }]);
+      expect(await idsOf(db.pool, w)).toEqual(['11', '12']);
+    } finally {
+      await db.pool.query('DROP TRIGGER audit ON post_reports.posts; DROP TABLE post_reports.audit');
+      await db.pool.query('DROP FUNCTION post_reports.audit()');
+    }
+  });
+
+  it('a reload rewrites only the segment values that changed, and ends with exactly the new ones', async () => {
+    const w = { start: '2026-01-22', end: '2026-01-28' };
+    await load(loader, w, 's1', [
+      [post(1, {}, [seg('Region', 'North'), seg('Tier', 'Gold')]), post(2, {}, [seg('Region', 'South')])],
+      [post(3, {}, [seg('Region', 'East')])],
+    ]);
+    const rows = async () => {
+      const { rows } = await db.pool.query<{ row: string; xmin: string }>(
+        `SELECT platform_post_id || ' ' || name || '=' || value AS row, xmin::text AS xmin
+           FROM post_reports.post_custom_segments WHERE _window_start = $1 ORDER BY 1`,
+        [w.start],
+      );
+      return new Map(rows.map((r) => [r.row, r.xmin]));
+    };
+    const before = await rows();
+    // Post 1 keeps one value and changes the other, post 2 is unchanged, post 3 is gone, post 4 is new.
+    await load(loader, w, 's2', [
+      [post(2, {}, [seg('Region', 'South')]), post(1, {}, [seg('Region', 'North'), seg('Tier', 'Silver')])],
+      [post(4, {}, [seg('Region', 'West')])],
+    ]);
+    const after = await rows();
+    expect([...after.keys()]).toEqual(['1 Region=North', '1 Tier=Silver', '2 Region=South', '4 Region=West']);
+    // The values staged again are the rows loaded before, not copies of them; the others were written anew.
+    expect(after.get('1 Region=North')).toBe(before.get('1 Region=North'));
+    expect(after.get('2 Region=South')).toBe(before.get('2 Region=South'));
+    const loadedBefore = new Set(before.values());
+    expect(loadedBefore.has(after.get('1 Tier=Silver')!)).toBe(false);
+    expect(loadedBefore.has(after.get('4 Region=West')!)).toBe(false);
+    // The posts themselves are always written anew: their report and load time change.
+    expect(await idsOf(db.pool, w)).toEqual(['1', '2', '4']);
+  });
+
   it('windows of another size replace the old ones without counting a date twice or losing one', async () => {
     const a = { start: '2026-02-01', end: '2026-02-07' };
     const b = { start: '2026-02-08', end: '2026-02-14' };
