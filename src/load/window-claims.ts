@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { isConnectionLoss } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
 import {
@@ -116,10 +117,17 @@ export class WindowClaims {
     return this.#inTurn(async () => {
       const keys = this.#keys(group);
       const pid = this.#pid;
-      const client = await this.#session();
+      const session = this.#session();
+      const client = await session;
       if (pid === this.#pid) {
-        const holders = await lockHolders(client, keys);
-        if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return 'claimed';
+        try {
+          const holders = await lockHolders(client, keys);
+          if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return 'claimed';
+        } catch (error) {
+          // The session can die under this very query, before its 'error' event: its claims are gone as well.
+          if (!isConnectionLoss(error)) throw error;
+          if (this.#client === session) this.#lost(client, error as Error);
+        }
       }
       return this.#claim(group);
     });
@@ -192,16 +200,19 @@ export class WindowClaims {
     const client = await this.#pool.connect();
     const session = this.#client;
     client.on('error', (error) => {
-      // The session and every claim on it are gone (a killed backend, a network cut): the next call opens another.
-      if (this.#client !== session) return;
-      this.#logger.warn({ err: error }, 'the window claims connection was lost');
-      this.#client = undefined;
-      this.#held.clear();
-      client.release(error);
+      if (this.#client === session) this.#lost(client, error);
     });
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     this.#pid = rows[0]?.pid ?? 0;
     return client;
+  }
+
+  // The session and every claim on it are gone (a killed backend, a network cut): the next call opens another.
+  #lost(client: pg.PoolClient, error: Error): void {
+    this.#logger.warn({ err: error }, 'the window claims connection was lost');
+    this.#client = undefined;
+    this.#held.clear();
+    client.release(error);
   }
 
   async #unlock(client: pg.PoolClient, keys: readonly string[]): Promise<void> {
