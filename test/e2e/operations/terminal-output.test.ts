@@ -34,8 +34,9 @@ describe('a terminal gets a compact log, the bar and a closing sentence (the bui
     const log = shown.filter((line) => !line.startsWith('{"command"'));
     expect(log.filter((line) => line.includes('runId'))).toEqual([]);
     expect(log.filter((line) => /command[":= ]+"?backfill/.test(line))).toEqual([]);
-    // The columns added are one line, their count; the summary is not logged a second time.
-    expect(shown.filter((line) => line.includes('new fields'))).toHaveLength(1);
+    // The columns added are a line a step (the documented fields' before the first page, then those it does not
+    // name), their count; the summary is not logged a second time.
+    expect(shown.filter((line) => line.includes('new fields'))).toHaveLength(2);
     expect(shown.filter((line) => line.includes('run finished') && line.includes('"windows"'))).toEqual([]);
     const summary = terminalSummary(result.output) as unknown as RunSummary;
     expect(summary).toMatchObject({ status: 'succeeded', windows: { loaded: 5 } });
