@@ -55,7 +55,12 @@ const STEPS: readonly { step: string; test: (frame: CallFrame) => boolean }[] = 
   },
   { step: 'parse (exact JSON)', test: (f) => f.url.endsWith('/api/exact-json.js') },
   { step: 'map (records → rows)', test: (f) => f.url.includes('/extract/record-mapping.js') },
-  { step: 'encode (COPY text)', test: (f) => f.url.includes('/load/copy-encoding.js') },
+  // The one pass from a page's text to its tape (the full way's parse and map are the steps above).
+  { step: 'decode (page text → tape)', test: (f) => f.url.includes('/extract/page-decoder.js') },
+  {
+    step: 'encode (COPY text)',
+    test: (f) => /\/load\/(copy-encoding|tape-encoding|copy-buffer)\.js/.test(f.url),
+  },
   {
     step: 'type planning (schema evolution)',
     test: (f) => /\/load\/(schema-evolution|field-types)\.js/.test(f.url),
