@@ -29,7 +29,7 @@ interface Variant {
 /**
  * The CLI grows V8's heap 10 % at a time by default, so the peak follows the live heap (about 30 MB,
  * node --trace-gc) plus V8's young generation, not the report. The variants: V8's own heap growth (what the
- * default costs in memory), and glibc's own number of malloc arenas (what the CLI's two save).
+ * default costs in memory), and glibc's own number of malloc arenas (what the CLI's one saves).
  */
 const VARIANTS: readonly Variant[] = [
   { label: '', flags: [], env: {} },

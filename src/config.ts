@@ -382,7 +382,7 @@ const MALLOC_ARENA_MAX = 'MALLOC_ARENA_MAX';
 /**
  * The CLI's launch: the semi-space of POST_REPORTS_SEMI_SPACE_MB (from `environment` and the `.env` file) is a
  * V8 flag that only takes effect when the heap is set up, so the CLI restarts itself once, in place (same
- * process id, same standard streams), with it, and with glibc's malloc held to two arenas. `environment` is the
+ * process id, same standard streams), with it, and with glibc's malloc held to one arena. `environment` is the
  * process's own (process.env by default).
  */
 export function launchPlan(
@@ -412,9 +412,9 @@ export function launchPlan(
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(environment)) if (value !== undefined) env[name] = value;
   // glibc gives each thread that allocates (V8's helpers, libuv's pool) an arena of its own, up to 8 a core, and
-  // each keeps the pages it freed: two arenas hold the same work in less memory. Read at exec; the operator's
-  // own value wins, and other C libraries ignore it.
-  env[MALLOC_ARENA_MAX] ??= '2';
+  // each keeps the pages it freed: one arena holds the same work in less memory, and the JavaScript thread does
+  // nearly all the allocating. Read at exec; the operator's own value wins, and other C libraries ignore it.
+  env[MALLOC_ARENA_MAX] ??= '1';
   return { action: 'restart', args: [`--max-semi-space-size=${mb}`, ...start.execArgv, ...start.args], env };
 }
 

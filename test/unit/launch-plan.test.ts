@@ -19,7 +19,7 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
     expect(launchPlan(started, { HOME: '/home/etl' }, noDotenv)).toEqual({
       action: 'restart',
       args: ['--max-semi-space-size=2', ...started.args],
-      env: { HOME: '/home/etl', MALLOC_ARENA_MAX: '2' },
+      env: { HOME: '/home/etl', MALLOC_ARENA_MAX: '1' },
     });
     const withFlags = { ...started, execArgv: ['--enable-source-maps'] };
     expect(launchPlan(withFlags, { POST_REPORTS_SEMI_SPACE_MB: ' 8 ' }, noDotenv)).toMatchObject({
@@ -28,7 +28,7 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
     });
   });
 
-  it('holds glibc to two malloc arenas in the restarted process, unless the operator set their own', () => {
+  it('holds glibc to one malloc arena in the restarted process, unless the operator set their own', () => {
     expect(launchPlan(started, { MALLOC_ARENA_MAX: '4' }, noDotenv)).toMatchObject({
       action: 'restart',
       env: { MALLOC_ARENA_MAX: '4' },
