@@ -56,20 +56,21 @@ async function runBin(
 }
 
 describe('the CLI as installed keeps its memory flat with no flag to set (the built bin, through its npm link)', () => {
-  it.runIf(typeof process.execve === 'function' && process.platform !== 'win32')(
-    'restarts itself once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB: the same process, its output and exit code',
-    async () => {
-      const { result, pid, runtime } = await runBin(['migrate', '--schema', 'launched', '--json']);
-      expect(result.code, result.stderr).toBe(0);
-      expect(result.summary).toMatchObject({ command: 'migrate', status: 'succeeded' });
-      expect(runtime).toMatchObject({ pid, nodeFlags: ['--max-semi-space-size=2'] });
+  it('restarts itself once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB: the same process, its output and exit code (where Node cannot replace a process, it runs on as started)', async () => {
+    // Node 22.15 and later, but not on Windows: the CLI's own test (main.ts canReplace) with this Node.
+    const replaces = typeof process.execve === 'function' && process.platform !== 'win32';
+    const flags = (mb: number) => (replaces ? [`--max-semi-space-size=${mb}`] : []);
+    const { result, pid, runtime } = await runBin(['migrate', '--schema', 'launched', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.summary).toMatchObject({ command: 'migrate', status: 'succeeded' });
+    expect(runtime).toMatchObject({ pid, nodeFlags: flags(2) });
 
-      const sized = await runBin(['migrate', '--schema', 'launched', '--json'], {
-        POST_REPORTS_SEMI_SPACE_MB: '6',
-      });
-      expect(sized.runtime).toMatchObject({ pid: sized.pid, nodeFlags: ['--max-semi-space-size=6'] });
-    },
-  );
+    const sized = await runBin(['migrate', '--schema', 'launched', '--json'], {
+      POST_REPORTS_SEMI_SPACE_MB: '6',
+    });
+    expect(sized.result.code, sized.result.stderr).toBe(0);
+    expect(sized.runtime).toMatchObject({ pid: sized.pid, nodeFlags: flags(6) });
+  });
 
   it("leaves V8 its own young generation at POST_REPORTS_SEMI_SPACE_MB=0, and an operator's own semi-space as given", async () => {
     const own = await runBin(['migrate', '--schema', 'launched', '--json'], {
