@@ -12,6 +12,7 @@ import { columnTypeOf } from './field-types.js';
 import type { LoadContext } from './load-context.js';
 import { commitLockKey, ddlLockKey, lockForTransaction } from './locks.js';
 import {
+  attachStages,
   DEFAULT_ORG,
   ensurePartitions,
   fillNewPartitions,
@@ -203,8 +204,9 @@ interface StageColumns {
 }
 
 /**
- * The stage's rows into the window's partitions: the first window of a period fills them before they have an
- * index (fillNewPartitions); any other is inserted through the parents, and a reload mostly stages the segment
+ * The stage's rows into the window's partitions: the first window of a period attaches its keyed stage as them
+ * (attachStages), or else fills them before they have an index (fillNewPartitions); any other is inserted through
+ * the parents, and a reload mostly stages the segment
  * values it loaded before, so only those that changed are deleted and inserted. Returns the post count.
  */
 async function insertRows(
@@ -217,6 +219,15 @@ async function insertRows(
   const { schema, postIdField, partitionPeriod = 'year' } = context.target;
   const found = await partitionsFound(client, schema, partitionPeriod, window.start);
   if (found === 0) {
+    const stages = { posts: stage.stage_posts, post_custom_segments: stage.stage_segments };
+    if (await attachStages(client, schema, partitionPeriod, window.start, stages)) {
+      const posts = Number(stage.rows_staged);
+      context.logger.debug(
+        { window: windowLabel(window), posts },
+        "the window's stage attached as its period's partitions",
+      );
+      return posts;
+    }
     let posts = 0;
     const filled = await fillNewPartitions(
       client,

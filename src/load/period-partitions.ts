@@ -9,7 +9,9 @@ import type pg from 'pg';
 import { StoreError } from '../errors.js';
 import type { PartitionPeriod } from '../model/partition-period.js';
 import { INVALID_OBJECT_DEFINITION, sqlState } from './pg-error-codes.js';
+import type { StagePeriod } from './queries.js';
 import * as queries from './queries.js';
+import { columnsOf } from './stage-progress.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -135,6 +137,113 @@ export async function fillNewPartitions(
   }
   await client.query(queries.releaseSavepoint('fill'));
   return true;
+}
+
+/**
+ * The period a window starting on `start` opens, when its stage can become that period's partitions: neither
+ * table has the period's partition yet, and the parents are not watched (fillNewPartitions says why). Null
+ * otherwise: the window's rows go in through the parents.
+ */
+export async function periodToOpen(
+  client: Queryable,
+  schema: string,
+  period: PartitionPeriod,
+  start: string,
+): Promise<StagePeriod | null> {
+  if ((await partitionsFound(client, schema, period, start)) > 0) return null;
+  if (await watched(client, schema)) return null;
+  const { from, to } = periodBounds(period, start);
+  return { org: DEFAULT_ORG, from, to };
+}
+
+async function watched(client: Queryable, schema: string): Promise<boolean> {
+  const parents = PARTITIONED_TABLES.map((parent) => qualified(schema, parent));
+  const found = await client.query<{ watched: boolean }>(queries.tablesWatched, [parents]);
+  return found.rows[0]?.watched === true;
+}
+
+/** A window's stage tables, by the parent each would become a partition of. */
+export type StageTables = Readonly<Record<(typeof PARTITIONED_TABLES)[number], string>>;
+
+/** The columns each stage fills from its window by default; a partition has none of these defaults. */
+const WINDOW_COLUMNS: Readonly<Record<(typeof PARTITIONED_TABLES)[number], readonly string[]>> = {
+  posts: ['_window_start', '_window_end', '_report_id'],
+  post_custom_segments: ['_window_start'],
+};
+
+/**
+ * Makes a window's keyed stages (createKeyedStagePosts) the period's partitions of both tables, their key and
+ * indexes already built page by page, so that the commit writes no row. Call inside the commit's transaction,
+ * once it found no partition of the period. Returns false, having changed nothing, when the stages cannot become
+ * partitions as they are: not keyed (a report that repeats a post id), the parents watched since, a column the
+ * stage holds with another type than its parent's (a column retyped meanwhile, a type set by hand), or dates
+ * another period's partition holds (the setting changed). The rows then go in by fillNewPartitions.
+ */
+export async function attachStages(
+  client: Queryable,
+  schema: string,
+  period: PartitionPeriod,
+  start: string,
+  stages: StageTables,
+): Promise<boolean> {
+  const keyed = await client.query<{ exists: boolean }>(queries.indexExists, [
+    qualified(schema, queries.stageKeyIndex(stages.posts)),
+  ]);
+  if (!keyed.rows[0]?.exists || (await watched(client, schema))) return false;
+  const { suffix, from, to } = periodBounds(period, start);
+  await client.query(queries.savepoint('attach'));
+  try {
+    for (const parent of PARTITIONED_TABLES) {
+      const stage = stages[parent];
+      const partition = `${parent}_${suffix}`;
+      if (!(await alignWithParent(client, schema, stage, parent))) {
+        await client.query(queries.rollbackToSavepoint('attach'));
+        await client.query(queries.releaseSavepoint('attach'));
+        return false;
+      }
+      await client.query(
+        queries.stageIntoPartition(schema, stage, partition, WINDOW_COLUMNS[parent], {
+          constraint: parent === 'posts',
+        }),
+      );
+      await client.query(queries.attachRange(schema, parent, partition, DEFAULT_ORG, from, to));
+      await client.query(queries.dropConstraint(schema, partition, queries.stagePeriodCheck(stage)));
+    }
+  } catch (error) {
+    if (!cannotAttach(error)) throw error;
+    await client.query(queries.rollbackToSavepoint('attach'));
+    await client.query(queries.releaseSavepoint('attach'));
+    return false;
+  }
+  await client.query(queries.releaseSavepoint('attach'));
+  return true;
+}
+
+/**
+ * Adds to the stage the parent's columns it lacks (no rows to write: they are NULL); false when a column it has
+ * is typed otherwise than the parent's, or missing from it.
+ */
+async function alignWithParent(
+  client: Queryable,
+  schema: string,
+  stage: string,
+  parent: string,
+): Promise<boolean> {
+  const [own, parents] = await Promise.all([stage, parent].map((t) => columnsOf(client, schema, t)));
+  for (const [name, type] of own!) {
+    if (name !== '_seq' && parents!.get(name) !== type) return false;
+  }
+  const missing = [...parents!]
+    .filter(([name]) => !own!.has(name))
+    .map(([column, type]) => ({ column, type }));
+  if (missing.length > 0) await client.query(queries.addColumns(schema, stage, missing));
+  return true;
+}
+
+// What the attach refuses in a table that is otherwise sound: a collation, a constraint or dates the parent's
+// partitioning does not allow (SQLSTATE class 42). Anything else is a failure of the commit.
+function cannotAttach(error: unknown): boolean {
+  return sqlState(error)?.startsWith('42') === true;
 }
 
 /** A row routed to no partition: the dates fall between partitions of another period than the setting's. */

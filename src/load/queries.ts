@@ -86,6 +86,72 @@ export function createStageSegments(schema: string, table: string, of: StageOf):
   return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL)`;
 }
 
+/** The period a keyed stage is made for: its organization and dates ([from, to); null: unbounded). */
+export interface StagePeriod {
+  readonly org: string;
+  readonly from: string | null;
+  readonly to: string | null;
+}
+
+/**
+ * The posts stage of a window that opens a new period: a table that can become the period's partition as it is.
+ * Logged, since it becomes one; keyed and indexed as a partition is, so that the index entries are written page by
+ * page while later pages download, not all at the commit; with the period's CHECK, so that the attach skips its
+ * scan. `_seq` stays for the commit that cannot attach it and inserts its rows instead (keyedStage, commit.ts).
+ */
+export function createKeyedStagePosts(
+  schema: string,
+  table: string,
+  of: StageOf,
+  period: StagePeriod,
+): string {
+  const id = pg.escapeIdentifier(of.postId);
+  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)},
+            _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
+            _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
+            _loaded_at timestamptz NOT NULL DEFAULT now(),
+            _org text NOT NULL DEFAULT ${pg.escapeLiteral(period.org)},
+            CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}),
+            CONSTRAINT ${pg.escapeIdentifier(stageKeyIndex(table))} PRIMARY KEY (_org, _window_start, ${id}))`;
+}
+
+/** The segments stage to createKeyedStagePosts: keyed as migration 007 keys post_custom_segments. */
+export function createKeyedStageSegments(
+  schema: string,
+  table: string,
+  of: StageOf,
+  period: StagePeriod,
+): string {
+  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL,
+            _org text NOT NULL DEFAULT ${pg.escapeLiteral(period.org)},
+            CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}))`;
+}
+
+export function createStageSegmentsKey(schema: string, table: string, postId: string): string {
+  return `CREATE UNIQUE INDEX ${pg.escapeIdentifier(stageKeyIndex(table))} ON ${qualified(schema, table)}
+            (_org, _window_start, ${pg.escapeIdentifier(postId)}, md5(name), md5(value))`;
+}
+
+/** The index on the post id alone that both tables' partitions have (migration 005). */
+export function createStagePostIdIndex(schema: string, table: string, postId: string): string {
+  return `CREATE INDEX ${pg.escapeIdentifier(stagePostIdIndex(table))} ON ${qualified(schema, table)} (${pg.escapeIdentifier(postId)})`;
+}
+
+/** The names of a keyed stage's key (an index; for posts also its constraint), post id index and CHECK. */
+export const stageKeyIndex = (table: string): string => `${table}_key`;
+export const stagePostIdIndex = (table: string): string => `${table}_post_id`;
+export const stagePeriodCheck = (table: string): string => `${table}_period`;
+
+/** Drops a keyed stage's key and indexes: it takes a report that repeats a post id, as any stage does. */
+export function dropStageKeys(schema: string, posts: string, segments: string): string {
+  return `ALTER TABLE ${qualified(schema, posts)} DROP CONSTRAINT IF EXISTS ${pg.escapeIdentifier(stageKeyIndex(posts))};
+          DROP INDEX IF EXISTS ${qualified(schema, stagePostIdIndex(posts))}, ${qualified(schema, stageKeyIndex(segments))},
+            ${qualified(schema, stagePostIdIndex(segments))}`;
+}
+
+/** $1 the qualified index: whether it exists. */
+export const indexExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
+
 // The columns both stages begin with.
 function stageKey(of: StageOf): string {
   return `_seq bigint NOT NULL, ${pg.escapeIdentifier(of.postId)} bigint NOT NULL,
@@ -310,10 +376,35 @@ export function addPeriodCheck(
   from: string | null,
   to: string | null,
 ): string {
+  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(name)} CHECK (${periodTerms({ org, from, to })})`;
+}
+
+function periodTerms({ org, from, to }: StagePeriod): string {
   const terms = [`_org = ${pg.escapeLiteral(org)}`];
   if (from !== null) terms.push(`_window_start >= ${pg.escapeLiteral(from)}::date`);
   if (to !== null) terms.push(`_window_start < ${pg.escapeLiteral(to)}::date`);
-  return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(name)} CHECK (${terms.join(' AND ')})`;
+  return terms.join(' AND ');
+}
+
+/**
+ * Makes a keyed stage its period's partition, before the attach: `_seq` dropped, the defaults of the window's
+ * columns dropped (the parents have none), renamed with its key and post id index as the period's partition.
+ */
+export function stageIntoPartition(
+  schema: string,
+  stage: string,
+  partition: string,
+  windowColumns: readonly string[],
+  key: { readonly constraint: boolean },
+): string {
+  const defaults = windowColumns.map((c) => `ALTER COLUMN ${pg.escapeIdentifier(c)} DROP DEFAULT`);
+  const renameKey = key.constraint
+    ? `ALTER TABLE ${qualified(schema, partition)} RENAME CONSTRAINT ${pg.escapeIdentifier(stageKeyIndex(stage))} TO ${pg.escapeIdentifier(`${partition}_pkey`)}`
+    : `ALTER INDEX ${qualified(schema, stageKeyIndex(stage))} RENAME TO ${pg.escapeIdentifier(`${partition}_key`)}`;
+  return `ALTER TABLE ${qualified(schema, stage)} DROP COLUMN _seq, ${defaults.join(', ')};
+          ALTER TABLE ${qualified(schema, stage)} RENAME TO ${pg.escapeIdentifier(partition)};
+          ${renameKey};
+          ALTER INDEX ${qualified(schema, stagePostIdIndex(stage))} RENAME TO ${pg.escapeIdentifier(`${partition}_post_id_idx`)}`;
 }
 
 export function dropConstraint(schema: string, table: string, name: string): string {

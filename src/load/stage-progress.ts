@@ -54,7 +54,7 @@ export function stageNames(window: Window): { posts: string; segments: string } 
 
 /** The columns of a table and their SQL types. */
 export async function columnsOf(
-  client: pg.PoolClient,
+  client: Pick<pg.ClientBase, 'query'>,
   schema: string,
   table: string,
 ): Promise<Map<string, string>> {

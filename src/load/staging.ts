@@ -13,6 +13,8 @@ import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './
 import { asStoreError, withTransaction } from './database.js';
 import type { LoadContext } from './load-context.js';
 import { lockForTransaction, windowLockKey } from './locks.js';
+import { periodToOpen } from './period-partitions.js';
+import { sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
 import { evolvePosts, type PagePlan, planPage, type Registry, readRegistry } from './schema-evolution.js';
 import {
@@ -115,8 +117,18 @@ async function createStage(
   await client.query(queries.dropTable(schema, names.posts));
   await client.query(queries.dropTable(schema, names.segments));
   const of = { postId: postIdField, start: window.start, end: window.end, reportId };
-  await client.query(queries.createStagePosts(schema, names.posts, of));
-  await client.query(queries.createStageSegments(schema, names.segments, of));
+  const period = await periodToOpen(client, schema, context.target.partitionPeriod ?? 'year', window.start);
+  if (period === null) {
+    await client.query(queries.createStagePosts(schema, names.posts, of));
+    await client.query(queries.createStageSegments(schema, names.segments, of));
+  } else {
+    await client.query(queries.createKeyedStagePosts(schema, names.posts, of, period));
+    await client.query(queries.createKeyedStageSegments(schema, names.segments, of, period));
+    await client.query(queries.createStageSegmentsKey(schema, names.segments, postIdField));
+    for (const table of [names.posts, names.segments]) {
+      await client.query(queries.createStagePostIdIndex(schema, table, postIdField));
+    }
+  }
   await client.query(queries.resetProgress(schema), [
     window.start,
     window.end,
@@ -237,13 +249,28 @@ export async function writePage(
   const place = { window: windowLabel(window), page: index + 1 };
   try {
     signal?.throwIfAborted();
-    const staged = await withTransaction(context.pool, signal, async (client) => {
-      await client.query(queries.stageAsynchronousCommit);
-      const row = await lockProgress(client, context.target.schema, window);
-      if (!nextInLine(row, prepared)) return false;
-      await copyPage(client, context, row, prepared, signal);
-      return true;
-    });
+    const stage = () =>
+      withTransaction(context.pool, signal, async (client) => {
+        await client.query(queries.stageAsynchronousCommit);
+        const row = await lockProgress(client, context.target.schema, window);
+        if (!nextInLine(row, prepared)) return false;
+        await copyPage(client, context, row, prepared, signal);
+        return true;
+      });
+    let staged: boolean;
+    try {
+      staged = await stage();
+    } catch (error) {
+      // Only a keyed stage has a key to violate (createStage): the report repeats a post id, and the commit
+      // keeps its last occurrence, as it does for any stage.
+      if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
+      await unkey(context, window, signal);
+      context.logger.debug(
+        { ...place },
+        'a post id repeated within the report: the stage is no longer keyed',
+      );
+      staged = await stage();
+    }
     if (!staged) {
       context.logger.debug({ ...place }, 'page already staged: skipped');
       return;
@@ -261,6 +288,14 @@ export async function writePage(
   } catch (error) {
     throw asStoreError(`staging window ${windowLabel(window)} page ${index + 1}`, error);
   }
+}
+
+async function unkey(context: LoadContext, window: Window, signal?: AbortSignal): Promise<void> {
+  const { schema } = context.target;
+  await withTransaction(context.pool, signal, async (client) => {
+    const row = await lockProgress(client, schema, window);
+    if (row) await client.query(queries.dropStageKeys(schema, row.stage_posts, row.stage_segments));
+  });
 }
 
 // False for a page already staged (a retry after a lost acknowledgement); a gap is an error.

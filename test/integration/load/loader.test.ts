@@ -161,7 +161,7 @@ describe('window-atomic loads', () => {
         ),
       ).rejects.toThrow(/duplicate key/);
       // Another period setting puts a window where its dates already are, making nothing; its own new periods
-      // are filled the same way.
+      // are made too, here by the window's stage (keyed-stage.test.ts), which repeats no post id.
       const monthly = new Loader(db.pool, { ...target, partitionPeriod: 'month' }, log.logger);
       await load(monthly, { start: '2032-03-01', end: '2032-03-01' }, 'm1', [
         [post(9, {}, [seg('Region', 'East')])],
@@ -173,7 +173,13 @@ describe('window-atomic loads', () => {
         `SELECT tableoid::regclass::text AS t, _window_start::text AS d FROM post_reports.post_custom_segments
           WHERE platform_post_id = 9 AND _window_start >= '2032-03-01' ORDER BY 2`,
       );
-      expect(filled()).toEqual(['2032-02-01..2032-02-07', '2033-03-01..2033-03-01']);
+      expect(filled()).toEqual(['2032-02-01..2032-02-07']);
+      const attached = log
+        .lines()
+        .filter((l) => l.msg === "the window's stage attached as its period's partitions")
+        .map((l) => String(l.window))
+        .filter((label) => label >= '2032');
+      expect(attached).toEqual(['2033-03-01..2033-03-01']);
       expect(where.rows).toEqual([
         { t: 'post_reports.post_custom_segments_y2032', d: '2032-03-01' },
         { t: 'post_reports.post_custom_segments_m203303', d: '2033-03-01' },
