@@ -141,8 +141,9 @@ export async function fillNewPartitions(
 
 /**
  * The period a window starting on `start` opens, when its stage can become that period's partitions: neither
- * table has the period's partition yet, and the parents are not watched (fillNewPartitions says why). Null
- * otherwise: the window's rows go in through the parents.
+ * table has the period's partition yet, no other window of the period has a keyed stage open (only one can be
+ * attached; a keyed stage costs WAL the others would write again), and the parents are not watched
+ * (fillNewPartitions says why). Null otherwise: the window's rows go in through the parents.
  */
 export async function periodToOpen(
   client: Queryable,
@@ -153,6 +154,8 @@ export async function periodToOpen(
   if ((await partitionsFound(client, schema, period, start)) > 0) return null;
   if (await watched(client, schema)) return null;
   const { from, to } = periodBounds(period, start);
+  const open = await client.query<{ open: boolean }>(queries.keyedStageOpen(schema), [from, to, schema]);
+  if (open.rows[0]?.open) return null;
   return { org: DEFAULT_ORG, from, to };
 }
 

@@ -149,6 +149,17 @@ export function dropStageKeys(schema: string, posts: string, segments: string): 
             ${qualified(schema, stagePostIdIndex(segments))}`;
 }
 
+/**
+ * $1, $2 a period's dates (null: unbounded), $3 the schema: whether a window of that period has a keyed stage open.
+ * Only one of them can be attached: another is staged as any window.
+ */
+export function keyedStageOpen(schema: string): string {
+  return `SELECT EXISTS (SELECT 1 FROM ${qualified(schema, 'stage_progress')}
+                          WHERE ($1::date IS NULL OR window_start >= $1::date)
+                            AND ($2::date IS NULL OR window_start < $2::date)
+                            AND to_regclass(format('%I.%I', $3::text, stage_posts || '_key')) IS NOT NULL) AS open`;
+}
+
 /** $1 the qualified index: whether it exists. */
 export const indexExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
 

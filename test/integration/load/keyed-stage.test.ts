@@ -131,15 +131,17 @@ describe('a window that opens a period', () => {
     expect(rows.rows).toEqual([{ id: '1', brand: 'a', gained_later: null }]);
   });
 
-  it('staged beside another of its period: the first commit attaches its stage, the other goes in through the parents', async () => {
+  it('staged beside another of its period: only the first is keyed; whichever commits first makes the partitions', async () => {
     const first = { start: '2042-01-01', end: '2042-01-01' };
     const second = { start: '2042-01-02', end: '2042-01-02' };
     await stageAll(loader, first, 'b1', [[post(1, { brand: 'one' }, [seg('Region', 'North')])]]);
     await stageAll(loader, second, 'b2', [[post(1, { brand: 'two' }, [seg('Region', 'South')])]]);
-    expect([await stageKeyed(first), await stageKeyed(second)]).toEqual([true, true]);
+    expect([await stageKeyed(first), await stageKeyed(second)]).toEqual([true, false]);
+    // The unkeyed one first: it fills the partitions, and the keyed stage's rows then go in through the parents.
     await loader.commitWindows([second]);
     await loader.commitWindows([first]);
-    expect(logged(ATTACHED, '2042')).toEqual(['2042-01-02..2042-01-02']);
+    expect(logged(FILLED, '2042')).toEqual(['2042-01-02..2042-01-02']);
+    expect(logged(ATTACHED, '2042')).toEqual([]);
     const rows = await db.pool.query(
       `SELECT tableoid::regclass::text AS t, _window_start::text AS d, brand FROM post_reports.posts
         WHERE _window_start >= '2042-01-01' AND _window_start < '2043-01-01' ORDER BY 2`,
@@ -153,6 +155,22 @@ describe('a window that opens a period', () => {
         WHERE _window_start >= '2042-01-01' AND _window_start < '2043-01-01' ORDER BY 1`,
     );
     expect(segments.rows.map((r) => r.s)).toEqual(['2042-01-01 North', '2042-01-02 South']);
+    // The keyed one first: attached, and the other goes in through the parents.
+    const third = { start: '2046-01-01', end: '2046-01-01' };
+    const fourth = { start: '2046-01-02', end: '2046-01-02' };
+    await stageAll(loader, third, 'b3', [[post(1, { brand: 'three' })]]);
+    await stageAll(loader, fourth, 'b4', [[post(1, { brand: 'four' })]]);
+    await loader.commitWindows([third]);
+    await loader.commitWindows([fourth]);
+    expect(logged(ATTACHED, '2046')).toEqual(['2046-01-01..2046-01-01']);
+    const later = await db.pool.query(
+      `SELECT tableoid::regclass::text AS t, brand FROM post_reports.posts
+        WHERE _window_start >= '2046-01-01' AND _window_start < '2047-01-01' ORDER BY _window_start`,
+    );
+    expect(later.rows).toEqual([
+      { t: 'post_reports.posts_y2046', brand: 'three' },
+      { t: 'post_reports.posts_y2046', brand: 'four' },
+    ]);
   });
 
   it('whose column was widened since it was staged is filled by the commit instead, the values cast', async () => {
