@@ -1,8 +1,10 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors.js';
 import { fetchDimensions } from '../../../src/extract/dimensions.js';
+import { reportPath } from '../../../src/extract/pager.js';
 import { createReport } from '../../../src/extract/report.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { type HandMadeBody, startPageServer } from '../../helpers/page-server.js';
 import { clientFor, failure } from './harness.js';
 
 const TOKEN = 'tok-Zq8x1-very-secret';
@@ -127,5 +129,73 @@ describe('ApiClient against the simulator', () => {
     for (let i = 0; i < 5; i += 1) await fetchDimensions(client);
     expect(lines.length).toBeGreaterThan(5);
     for (const line of lines) expect(line).not.toContain(TOKEN);
+  });
+});
+
+describe('ApiClient: a body as bytes', () => {
+  const page = '{"a":"é日😀","b":[1.50,"\\u00e9"]}';
+  const utf8 = (text: string) => Buffer.from(text, 'utf8');
+  const bom = [0xef, 0xbb, 0xbf];
+  const bodies: Record<string, HandMadeBody> = {
+    plain: { body: utf8(page) },
+    'no charset': { body: utf8(page), contentType: 'application/json' },
+    'another label': { body: utf8(page), contentType: 'application/json; charset="UTF8"' },
+    'a label decoded': { body: utf8(page), contentType: 'application/json; charset=unicode-1-1-utf-8' },
+    bom: { body: Buffer.concat([Buffer.from(bom), utf8(page)]) },
+    'two boms': { body: Buffer.concat([Buffer.from([...bom, ...bom]), utf8(page)]) },
+    'not utf-8': { body: Buffer.concat([utf8('{"a":"x'), Buffer.from([0xff, 0xc3]), utf8('\uFFFDy"}')]) },
+    'cut within a character': { body: utf8(page).subarray(0, utf8(page).indexOf(0xe6) + 1) },
+    'a surrogate': { body: Buffer.concat([utf8('{"a":"'), Buffer.from([0xed, 0xa0, 0x80]), utf8('"}')]) },
+    latin1: {
+      body: Buffer.from('{"a":"café ÿ"}', 'latin1'),
+      contentType: 'application/json; charset=iso-8859-1',
+    },
+    'utf-16': { body: Buffer.from(page, 'utf16le'), contentType: 'application/json; charset=utf-16le' },
+    'not json': { body: utf8('<html>é</html>') },
+    'unknown charset': { body: utf8(page), contentType: 'application/json; charset=x-nope' },
+  };
+
+  it('hands on the UTF-8 of the text it reads as text, with the same warnings, sizes and errors', async () => {
+    const server = await startPageServer({ pages: () => bodies });
+    let warned = 0;
+    let failed = 0;
+    try {
+      for (const name of Object.keys(bodies)) {
+        const query = { page: name };
+        const asText = clientFor(server);
+        const asBytes = clientFor(server);
+        const text = await asText.client.getDeferredJson(reportPath('w'), { query }).catch((e: Error) => e);
+        const bytes = await asBytes.client
+          .getDeferredBytes(reportPath('w'), { query })
+          .catch((e: Error) => e);
+        if (text instanceof Error || bytes instanceof Error) {
+          expect(String(bytes), name).toBe(String(text));
+          failed++;
+          continue;
+        }
+        expect(bytes.text, name).toBe(text.text);
+        expect(bytes.bytes, name).toBe(text.text.length);
+        expect(bytes.utf8.equals(utf8(text.text)), name).toBe(true);
+        const parsed = (body: typeof text) => {
+          try {
+            return body.parse();
+          } catch (error) {
+            return String(error);
+          }
+        };
+        expect(parsed(bytes), name).toEqual(parsed(text));
+        const warnings = (lines: string[]) =>
+          lines
+            .map((line) => JSON.parse(line) as Record<string, unknown>)
+            .filter((line) => line.level === 40 || line.msg === 'response')
+            .map(({ msg, charset, count, bytes: size }) => ({ msg, charset, count, size }));
+        expect(warnings(asBytes.lines), name).toEqual(warnings(asText.lines));
+        if (warnings(asText.lines).some((line) => line.msg !== 'response')) warned++;
+      }
+    } finally {
+      await server.close();
+    }
+    // The bytes that are not UTF-8 (three bodies) were replaced and logged; the unknown charset refused.
+    expect([warned, failed]).toEqual([3, 1]);
   });
 });
