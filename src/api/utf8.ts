@@ -5,6 +5,7 @@
 const BOM_0 = 0xef;
 const BOM_1 = 0xbb;
 const BOM_2 = 0xbf;
+const EMPTY = new Int32Array(0);
 
 /** The bytes as a Buffer, without copying them. */
 export function asBuffer(bytes: Uint8Array): Buffer {
@@ -28,7 +29,8 @@ export function utf16Length(bytes: Uint8Array): number {
   const head = Math.min(n, (4 - (bytes.byteOffset & 3)) & 3);
   for (; i < head; i++) units += unitsOf(bytes[i]!);
   const words = (n - i) >>> 2;
-  const ints = new Int32Array(bytes.buffer, bytes.byteOffset + i, words);
+  // (No words: i may be short of the alignment an Int32Array needs.)
+  const ints = words > 0 ? new Int32Array(bytes.buffer, bytes.byteOffset + i, words) : EMPTY;
   let continuations = 0;
   let fours = 0;
   for (let k = 0; k < words; k++) {
