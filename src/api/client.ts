@@ -31,27 +31,21 @@ export interface RequestOptions {
 
 /**
  * A downloaded JSON body, parsed only when asked: a caller that downloads ahead parses it when it is used, so
- * that the objects it makes die young.
+ * that the objects it makes die young. It is kept as the UTF-8 of its text, for a reader that reads the bytes: the
+ * text is made only when asked (and then once).
  */
 export interface DeferredJson {
   /** The size of the body as received (decoded text length in UTF-16 units). */
   readonly bytes: number;
   /** The body as received. */
   readonly text: string;
-  /** The body parsed exactly; DataError('PAGE_MALFORMED') when it is not JSON. */
-  parse(): unknown;
-}
-
-/**
- * A downloaded JSON body kept as the UTF-8 of its text, for a reader that reads the bytes: the text is made only
- * when asked (and then once).
- */
-export interface DeferredBytes extends DeferredJson {
   /**
    * The UTF-8 of `text`: the body as received when it is valid UTF-8 (but a byte order mark, which the text leaves
    * out too), else the text decoded as for any answer and encoded again.
    */
   readonly utf8: Buffer;
+  /** The body parsed exactly; DataError('PAGE_MALFORMED') when it is not JSON. */
+  parse(): unknown;
 }
 
 /** A successful answer before parsing: its text, or (when asked for bytes) the UTF-8 of its text. */
@@ -90,18 +84,11 @@ export class ApiClient {
     return this.parse(await this.request('GET', path, undefined, options));
   }
 
-  /** GET, returning the body's size at once and the body itself when asked (the pager downloads ahead). */
-  async getDeferredJson(path: string, options: RequestOptions = {}): Promise<DeferredJson> {
-    const response = await this.request('GET', path, undefined, options);
-    const text = textOf(response);
-    return { bytes: text.length, text, parse: () => this.parse(response) };
-  }
-
   /**
-   * As getDeferredJson, with the body's bytes (see DeferredBytes) for a reader that decodes them itself: text
-   * decoded from bytes that are then dropped is most of what reading a large page costs.
+   * GET, returning the body's size and bytes at once and the body itself when asked (the pager downloads ahead, and
+   * reads a page from its bytes: text decoded from bytes that are then dropped is most of what reading one costs).
    */
-  async getDeferredBytes(path: string, options: RequestOptions = {}): Promise<DeferredBytes> {
+  async getDeferredJson(path: string, options: RequestOptions = {}): Promise<DeferredJson> {
     const response = await this.request('GET', path, undefined, options, true);
     const utf8 = response.utf8 ?? Buffer.from(textOf(response), 'utf8');
     return {

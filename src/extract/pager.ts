@@ -1,4 +1,4 @@
-import type { ApiClient, DeferredBytes } from '../api/client.js';
+import type { ApiClient, DeferredJson } from '../api/client.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
 import type { PagePosts } from '../model/page-tape.js';
 import { ExactNumber } from '../model/post-record.js';
@@ -47,7 +47,7 @@ export function reportPath(reportId: string): string {
 export interface FetchedReport {
   /** Size of the response text (in UTF-16 units). */
   readonly bytes: number;
-  /** The UTF-8 of the response text (see DeferredBytes). */
+  /** The UTF-8 of the response text (see DeferredJson). */
   readonly utf8: Buffer;
   /** The body parsed; DataError('PAGE_MALFORMED') naming the report when it is not JSON. */
   body(): unknown;
@@ -64,9 +64,9 @@ export async function fetchReport(
   what: string,
   options: { token?: string | null; signal?: AbortSignal },
 ): Promise<FetchedReport> {
-  let response: DeferredBytes;
+  let response: DeferredJson;
   try {
-    response = await client.getDeferredBytes(reportPath(reportId), {
+    response = await client.getDeferredJson(reportPath(reportId), {
       ...(options.token ? { query: { page: options.token } } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });

@@ -136,54 +136,56 @@ describe('ApiClient: a body as bytes', () => {
   const page = '{"a":"é日😀","b":[1.50,"\\u00e9"]}';
   const utf8 = (text: string) => Buffer.from(text, 'utf8');
   const bom = [0xef, 0xbb, 0xbf];
-  const bodies: Record<string, HandMadeBody> = {
-    plain: { body: utf8(page) },
-    'no charset': { body: utf8(page), contentType: 'application/json' },
-    'another label': { body: utf8(page), contentType: 'application/json; charset="UTF8"' },
-    'a label decoded': { body: utf8(page), contentType: 'application/json; charset=unicode-1-1-utf-8' },
-    bom: { body: Buffer.concat([Buffer.from(bom), utf8(page)]) },
-    'two boms': { body: Buffer.concat([Buffer.from([...bom, ...bom]), utf8(page)]) },
-    'not utf-8': { body: Buffer.concat([utf8('{"a":"x'), Buffer.from([0xff, 0xc3]), utf8('\uFFFDy"}')]) },
-    'cut within a character': { body: utf8(page).subarray(0, utf8(page).indexOf(0xe6) + 1) },
-    'a surrogate': { body: Buffer.concat([utf8('{"a":"'), Buffer.from([0xed, 0xa0, 0x80]), utf8('"}')]) },
+  /** Each body, and the label of the decoder that makes its text. */
+  const bodies: Record<string, HandMadeBody & { body: Uint8Array; label: string }> = {
+    plain: { body: utf8(page), label: 'utf-8' },
+    'no charset': { body: utf8(page), contentType: 'application/json', label: 'utf-8' },
+    'another label': { body: utf8(page), contentType: 'application/json; charset="UTF8"', label: 'utf8' },
+    'a label decoded': {
+      body: utf8(page),
+      contentType: 'application/json; charset=unicode-1-1-utf-8',
+      label: 'unicode-1-1-utf-8',
+    },
+    bom: { body: Buffer.concat([Buffer.from(bom), utf8(page)]), label: 'utf-8' },
+    'two boms': { body: Buffer.concat([Buffer.from([...bom, ...bom]), utf8(page)]), label: 'utf-8' },
+    'not utf-8': {
+      body: Buffer.concat([utf8('{"a":"x'), Buffer.from([0xff, 0xc3]), utf8('\uFFFDy"}')]),
+      label: 'utf-8',
+    },
+    'cut within a character': { body: utf8(page).subarray(0, utf8(page).indexOf(0xe6) + 1), label: 'utf-8' },
+    'a surrogate': {
+      body: Buffer.concat([utf8('{"a":"'), Buffer.from([0xed, 0xa0, 0x80]), utf8('"}')]),
+      label: 'utf-8',
+    },
     latin1: {
       body: Buffer.from('{"a":"café ÿ"}', 'latin1'),
       contentType: 'application/json; charset=iso-8859-1',
+      label: 'iso-8859-1',
     },
-    'utf-16': { body: Buffer.from(page, 'utf16le'), contentType: 'application/json; charset=utf-16le' },
-    'not json': { body: utf8('<html>é</html>') },
-    'unknown charset': { body: utf8(page), contentType: 'application/json; charset=x-nope' },
+    'utf-16': {
+      body: Buffer.from(page, 'utf16le'),
+      contentType: 'application/json; charset=utf-16le',
+      label: 'utf-16le',
+    },
+    'not json': { body: utf8('<html>é</html>'), label: 'utf-8' },
+    short: { body: utf8('{}'), label: 'utf-8' },
+    'unknown charset': { body: utf8(page), contentType: 'application/json; charset=x-nope', label: 'utf-8' },
   };
 
-  it('hands on the UTF-8 of the text it reads as text, with the same warnings, sizes and errors', async () => {
+  it('hands on the UTF-8 of the text it reads, with the warnings, sizes and errors of the text', async () => {
     const server = await startPageServer({ pages: () => bodies });
     let warned = 0;
     let failed = 0;
     try {
-      for (const name of Object.keys(bodies)) {
+      for (const [name, { body, label }] of Object.entries(bodies)) {
         const query = { page: name };
+        // The text way, every other answer's: getJson.
         const asText = clientFor(server);
         const asBytes = clientFor(server);
-        const text = await asText.client.getDeferredJson(reportPath('w'), { query }).catch((e: Error) => e);
-        const bytes = await asBytes.client
-          .getDeferredBytes(reportPath('w'), { query })
+        const parsed = await asText.client.getJson(reportPath('w'), { query }).catch((e: Error) => e);
+        const deferred = await asBytes.client
+          .getDeferredJson(reportPath('w'), { query })
           .catch((e: Error) => e);
-        if (text instanceof Error || bytes instanceof Error) {
-          expect(String(bytes), name).toBe(String(text));
-          failed++;
-          continue;
-        }
-        expect(bytes.text, name).toBe(text.text);
-        expect(bytes.bytes, name).toBe(text.text.length);
-        expect(bytes.utf8.equals(utf8(text.text)), name).toBe(true);
-        const parsed = (body: typeof text) => {
-          try {
-            return body.parse();
-          } catch (error) {
-            return String(error);
-          }
-        };
-        expect(parsed(bytes), name).toEqual(parsed(text));
         const warnings = (lines: string[]) =>
           lines
             .map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -191,6 +193,23 @@ describe('ApiClient: a body as bytes', () => {
             .map(({ msg, charset, count, bytes: size }) => ({ msg, charset, count, size }));
         expect(warnings(asBytes.lines), name).toEqual(warnings(asText.lines));
         if (warnings(asText.lines).some((line) => line.msg !== 'response')) warned++;
+        if (deferred instanceof Error) {
+          expect(String(deferred), name).toBe(String(parsed));
+          failed++;
+          continue;
+        }
+        const text = new TextDecoder(label).decode(body);
+        expect(deferred.text, name).toBe(text);
+        expect(deferred.bytes, name).toBe(text.length);
+        expect(deferred.utf8.equals(utf8(text)), name).toBe(true);
+        let late: unknown;
+        try {
+          late = deferred.parse();
+        } catch (error) {
+          late = error;
+        }
+        if (parsed instanceof Error) expect(String(late), name).toBe(String(parsed));
+        else expect(late, name).toEqual(parsed);
       }
     } finally {
       await server.close();

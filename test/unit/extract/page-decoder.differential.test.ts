@@ -57,7 +57,7 @@ interface Received {
 }
 
 /**
- * What the client makes of a body's bytes in a charset (client.ts getDeferredBytes): the text TextDecoder makes of
+ * What the client makes of a body's bytes in a charset (client.ts getDeferredJson): the text TextDecoder makes of
  * them (bytes not valid replaced by U+FFFD), and the bytes as received when they are valid UTF-8 in UTF-8 (without
  * the byte order mark the text leaves out), else the UTF-8 of the text.
  */
