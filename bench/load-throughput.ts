@@ -5,7 +5,7 @@
  * (wide-server.ts). Each figure is measured for every build and node binary asked for, with the connector's CPU
  * time beside its wall time.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -182,7 +182,12 @@ async function profileRun(
       '--cpu-prof',
       `--cpu-prof-dir=${dir}`,
     ]);
-    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+    // The CLI restarts itself in place (process.execve): the process it replaced writes a profile of its start-up
+    // alone, the one it became the profile of the load, the largest.
+    const file = readdirSync(dir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((f) => ({ f, size: statSync(join(dir, f)).size }))
+      .sort((a, b) => b.size - a.size)[0]?.f;
     if (file === undefined) throw new Error('node --cpu-prof wrote no profile');
     if (context.profileDir !== undefined) {
       mkdirSync(context.profileDir, { recursive: true });

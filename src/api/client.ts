@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { type ApiConfig, SETTINGS } from '../config.js';
@@ -7,6 +8,7 @@ import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { retryAfterMs } from './retry-after.js';
 import { backoffMs, isRetryable } from './retry-policy.js';
+import { asBuffer, utf16Length, withoutBom } from './utf8.js';
 
 /** What a retry listener learns about each retry before it waits. */
 export interface RetryEvent {
@@ -29,22 +31,32 @@ export interface RequestOptions {
 
 /**
  * A downloaded JSON body, parsed only when asked: a caller that downloads ahead parses it when it is used, so
- * that the objects it makes die young.
+ * that the objects it makes die young. It is kept as the UTF-8 of its text, for a reader that reads the bytes: the
+ * text is made only when asked (and then once).
  */
 export interface DeferredJson {
   /** The size of the body as received (decoded text length in UTF-16 units). */
   readonly bytes: number;
   /** The body as received. */
   readonly text: string;
+  /**
+   * The UTF-8 of `text`: the body as received when it is valid UTF-8 (but a byte order mark, which the text leaves
+   * out too), else the text decoded as for any answer and encoded again.
+   */
+  readonly utf8: Buffer;
   /** The body parsed exactly; DataError('PAGE_MALFORMED') when it is not JSON. */
   parse(): unknown;
 }
 
-/** A successful answer's text, before parsing. */
+/** A successful answer before parsing: its text, or (when asked for bytes) the UTF-8 of its text. */
 interface RawResponse {
   readonly endpoint: string;
   readonly status: number;
-  readonly text: string;
+  /** Made from `utf8` when not made yet. */
+  text: string | undefined;
+  readonly utf8: Buffer | undefined;
+  /** The text's length in UTF-16 units. */
+  readonly length: number;
 }
 
 const MAX_BODY_IN_MESSAGE = 300;
@@ -72,10 +84,21 @@ export class ApiClient {
     return this.parse(await this.request('GET', path, undefined, options));
   }
 
-  /** GET, returning the body's size at once and the body itself when asked (the pager downloads ahead). */
+  /**
+   * GET, returning the body's size and bytes at once and the body itself when asked (the pager downloads ahead, and
+   * reads a page from its bytes: text decoded from bytes that are then dropped is most of what reading one costs).
+   */
   async getDeferredJson(path: string, options: RequestOptions = {}): Promise<DeferredJson> {
-    const response = await this.request('GET', path, undefined, options);
-    return { bytes: response.text.length, text: response.text, parse: () => this.parse(response) };
+    const response = await this.request('GET', path, undefined, options, true);
+    const utf8 = response.utf8 ?? Buffer.from(textOf(response), 'utf8');
+    return {
+      bytes: response.length,
+      get text() {
+        return textOf(response);
+      },
+      utf8,
+      parse: () => this.parse(response),
+    };
   }
 
   /** POST a JSON body. */
@@ -88,6 +111,7 @@ export class ApiClient {
     path: string,
     body: string | undefined,
     options: RequestOptions,
+    asBytes = false,
   ): Promise<RawResponse> {
     const relative = path.replace(/^\/+/, '');
     const url = new URL(relative, this.#config.baseUrl);
@@ -97,7 +121,7 @@ export class ApiClient {
     const retry = this.#config.retry;
     const started = performance.now();
     try {
-      return await pRetry((attempt) => this.attempt(method, url, endpoint, body, attempt, signal), {
+      return await pRetry((attempt) => this.attempt(method, url, endpoint, body, attempt, signal, asBytes), {
         retries: Math.max(0, retry.maxAttempts - 1),
         maxRetryTime: retry.maxRetryTimeMs,
         // The delay is chosen in shouldRetry (it must honour Retry-After), so p-retry's own wait is zero.
@@ -139,6 +163,7 @@ export class ApiClient {
     body: string | undefined,
     attempt: number,
     signal: AbortSignal | undefined,
+    asBytes: boolean,
   ): Promise<RawResponse> {
     // One deadline for the whole attempt: DNS, connecting, TLS, the headers and the body.
     const timeout = AbortSignal.timeout(this.#config.requestTimeoutMs);
@@ -149,7 +174,8 @@ export class ApiClient {
     };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const started = performance.now();
-    let text: string;
+    let text: string | undefined;
+    let utf8: Buffer | undefined;
     let status: number;
     let response: Response;
     try {
@@ -163,18 +189,33 @@ export class ApiClient {
       });
       status = response.status;
       const bytes = await this.readBody(response, endpoint);
-      text = this.decode(bytes, response.headers.get('content-type'), endpoint, status);
+      const contentType = response.headers.get('content-type');
+      // An error answer is read for its message: as text.
+      if (asBytes && status >= 200 && status <= 299) utf8 = this.validUtf8(bytes, contentType);
+      if (utf8 === undefined) text = this.decode(bytes, contentType, endpoint, status);
     } catch (error) {
       if (error instanceof EtlError) throw error;
       if (signal?.aborted) throw aborted(endpoint, signal);
       throw this.transportError(error, endpoint, attempt, timeout.aborted);
     }
+    const length = text?.length ?? utf16Length(utf8!);
     this.#logger.debug(
-      { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: text.length },
+      { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: length },
       'response',
     );
-    if (status < 200 || status > 299) throw this.httpError(endpoint, status, response.headers, text, attempt);
-    return { endpoint, status, text };
+    if (status < 200 || status > 299)
+      throw this.httpError(endpoint, status, response.headers, text!, attempt);
+    return { endpoint, status, text, utf8, length };
+  }
+
+  /**
+   * The body as it is when it is valid UTF-8, declared so or by default (without a byte order mark, as decode
+   * leaves it out); undefined otherwise, for decode to decode, replace and count as it does for every answer.
+   */
+  private validUtf8(bytes: Uint8Array, contentType: string | null): Buffer | undefined {
+    const charset = charsetOf(contentType);
+    if (charset !== 'utf-8' && charset !== 'utf8') return undefined;
+    return isUtf8(bytes) ? withoutBom(asBuffer(bytes)) : undefined;
   }
 
   /**
@@ -216,7 +257,7 @@ export class ApiClient {
    * byte no run can repair would help nobody, and U+FFFD marks the spot. A charset no decoder knows is refused.
    */
   private decode(bytes: Uint8Array, contentType: string | null, endpoint: string, status: number): string {
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase() ?? 'utf-8';
+    const charset = charsetOf(contentType);
     let decoder: InstanceType<typeof TextDecoder>;
     try {
       decoder = new TextDecoder(charset, { fatal: true });
@@ -243,7 +284,9 @@ export class ApiClient {
   }
 
   // Invalid JSON is not retried: the service answered, and would answer the same again.
-  private parse({ endpoint, status, text }: RawResponse): unknown {
+  private parse(response: RawResponse): unknown {
+    const { endpoint, status } = response;
+    const text = textOf(response);
     try {
       return parseExactJson(text);
     } catch (error) {
@@ -300,6 +343,16 @@ export class ApiClient {
     const token = this.#config.token.reveal();
     return token.length > 0 && text.includes(token) ? text.split(token).join('[redacted]') : text;
   }
+}
+
+/** The charset a Content-Type declares, lower case; UTF-8, JSON's own, when it declares none. */
+function charsetOf(contentType: string | null): string {
+  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase() ?? 'utf-8';
+}
+
+function textOf(response: RawResponse): string {
+  response.text ??= response.utf8!.toString('utf8');
+  return response.text;
 }
 
 function aborted(endpoint: string, signal: AbortSignal | undefined): ApiError {

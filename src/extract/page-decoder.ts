@@ -1,12 +1,15 @@
 /*
- * A page of a DONE report read in one pass from its text to a tape of its posts (model/page-tape.ts): no document
+ * A page of a DONE report read in one pass from its bytes (UTF-8) to a tape of its posts (model/page-tape.ts): no document
  * tree, no object per post or per value, numbers kept as their tokens. It takes the pages the service sends (valid
  * JSON, each key once, ids and segments as documented) and hands back null for anything else; the caller then
  * reads the page the full way (exact-json.ts, pager.ts, record-mapping.ts), which decides what the page holds and
  * words every error. So this pass never has to be right about a page it refuses, only about the pages it takes:
  * for those its tape is the full way's posts, value for value and key for key, and load writes the same rows from
- * it (the differential test holds it to that).
+ * it (the differential test holds it to that). Reading the bytes, not a text decoded from them, spares the decoding,
+ * the text (most of a load's garbage) and load's encoding of it back to UTF-8: a string without escapes is its
+ * bytes, already COPY text.
  */
+import { isUtf8 } from 'node:buffer';
 import { parseExactJson, stringifyExactJson } from '../api/exact-json.js';
 import { JsonStringReader } from '../api/json-string.js';
 import {
@@ -67,8 +70,8 @@ const notTaken = new NotTaken();
 
 /** A key of the page, once per spelling: its decoded name and what the mapping does with it. */
 interface Key {
-  /** The key as written, quotes included. */
-  readonly spelling: string;
+  /** The key as written, quotes included (a copy: the page's bytes are not kept by it). */
+  readonly spelling: Uint8Array;
   readonly name: string;
   /** One number per name, whatever its spelling: a record's keys are checked for repeats by it. */
   readonly slot: number;
@@ -110,12 +113,16 @@ class Ints {
 }
 
 /**
- * Decodes a report page in one pass; null where the full way must read it (it is not JSON, a key repeats, an id
- * or the segments are not as documented, data holds more than a page may, and so on).
+ * Decodes a report page in one pass from the UTF-8 of its text; null where the full way must read it (it is not
+ * valid UTF-8 or not JSON, a key repeats, an id or the segments are not as documented, data holds more than a page
+ * may, and so on).
  */
-export function decodePage(text: string, context: MappingContext): DecodedPage | null {
+export function decodePage(bytes: Buffer, context: MappingContext): DecodedPage | null {
+  // Strings are copied to COPY as their bytes: those must be UTF-8 (the client hands no other, and this costs
+  // little next to the pass).
+  if (!isUtf8(bytes)) return null;
   try {
-    return new PageDecoder(text, context).page();
+    return new PageDecoder(bytes, context).page();
   } catch (error) {
     if (error === notTaken) return null;
     throw error;
@@ -123,7 +130,7 @@ export function decodePage(text: string, context: MappingContext): DecodedPage |
 }
 
 class PageDecoder {
-  readonly #text: string;
+  readonly #bytes: Buffer;
   readonly #context: MappingContext;
   #i = 0;
   /** The page's keys by a hash of their spelling (see #lookup). */
@@ -168,12 +175,12 @@ class PageDecoder {
   #start = 0;
   #end = 0;
 
-  constructor(text: string, context: MappingContext) {
-    this.#text = text;
+  constructor(bytes: Buffer, context: MappingContext) {
+    this.#bytes = bytes;
     this.#context = context;
-    // Pages of posts hold a value in every 30 to 40 characters: room for them without growing, and not much more
-    // (the tape lives until the page is encoded).
-    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(text.length / 24)));
+    // Pages of posts hold a value in every 30 to 40 bytes: room for them without growing, and not much more (the
+    // tape lives until the page is encoded).
+    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(bytes.length / 24)));
   }
 
   page(): DecodedPage {
@@ -191,12 +198,12 @@ class PageDecoder {
         else if (name === 'response_metadata') nextPage = this.#metadata();
         else if (name === 'status') {
           const at = this.#skipWhitespace();
-          if (this.#text.charCodeAt(at) === QUOTE) status = this.#string();
+          if (this.#bytes[at] === QUOTE) status = this.#string();
           else this.#skipValue();
         } else this.#skipValue();
       } while (this.#next(CLOSE_BRACE));
     }
-    if (this.#skipWhitespace() !== this.#text.length) throw notTaken;
+    if (this.#skipWhitespace() !== this.#bytes.length) throw notTaken;
     if (posts === undefined || nextPage === undefined) throw notTaken;
     return { status, nextPage, posts: this.#tape(posts) };
   }
@@ -224,7 +231,7 @@ class PageDecoder {
       kinds = order.map((f) => this.#kinds[f]!);
     }
     return new PageTape(
-      this.#text,
+      this.#bytes,
       posts,
       this.#ids.subarray(0, 2 * posts),
       values,
@@ -265,7 +272,9 @@ class PageDecoder {
         if (seen.has(name)) throw notTaken;
         seen.add(name);
         if (name !== 'next_page') this.#skipValue();
-        else if (this.#text.charCodeAt(this.#skipWhitespace()) === QUOTE) next = detached(this.#string());
+        // Decoded from the bytes: the token, which outlives its page (the pager keeps every token of the report to
+        // find a cycle), holds on to nothing of it.
+        else if (this.#bytes[this.#skipWhitespace()] === QUOTE) next = this.#string();
         else if (this.#literal('null')) next = null;
         else throw notTaken;
       } while (this.#next(CLOSE_BRACE));
@@ -318,12 +327,12 @@ class PageDecoder {
    * `from` on (records mostly repeat their keys, some left out), then among all keys of the page.
    */
   #keyFrom(shape: readonly Key[], from: number): Key {
-    const text = this.#text;
+    const bytes = this.#bytes;
     const at = this.#skipWhitespace();
     const last = Math.min(shape.length, from + LOOKAHEAD);
     for (let k = from; k < last; k++) {
       const guess = shape[k]!;
-      if (text.startsWith(guess.spelling, at)) {
+      if (spelledAt(bytes, at, guess.spelling)) {
         this.#i = at + guess.spelling.length;
         this.#found = k + 1;
         this.#expectColon();
@@ -337,13 +346,13 @@ class PageDecoder {
   /** The key at the cursor and its colon. */
   #key(): Key {
     const at = this.#skipWhitespace();
-    const text = this.#text;
-    if (text.charCodeAt(at) !== QUOTE) throw notTaken;
+    const bytes = this.#bytes;
+    if (bytes[at] !== QUOTE) throw notTaken;
     let key = this.#lookup(at);
     if (key !== undefined) this.#i = at + key.spelling.length;
     else {
       const name = this.#string();
-      const spelling = text.slice(at, this.#i);
+      const spelling = new Uint8Array(bytes.subarray(at, this.#i));
       let slot = this.#slots.get(name);
       if (slot === undefined) {
         slot = this.#slots.size;
@@ -351,7 +360,7 @@ class PageDecoder {
         this.#fieldOf[slot] = -1;
       }
       const first = name.charCodeAt(0);
-      const odd = (first >= ZERO && first <= NINE) || !name.isWellFormed() || spelling.includes('\\');
+      const odd = (first >= ZERO && first <= NINE) || !name.isWellFormed() || spelling.includes(BACKSLASH);
       key = { spelling, name, slot, role: this.#role(name), odd };
       const hash = spellingHash(spelling, 0);
       const bucket = this.#keys.get(hash);
@@ -364,12 +373,12 @@ class PageDecoder {
 
   /** The key of the page spelled as the one whose opening quote is at `at`, found without a string made of it. */
   #lookup(at: number): Key | undefined {
-    const text = this.#text;
-    const bucket = this.#keys.get(spellingHash(text, at));
+    const bytes = this.#bytes;
+    const bucket = this.#keys.get(spellingHash(bytes, at));
     if (bucket === undefined) return undefined;
     for (let k = 0; k < bucket.length; k++) {
       const key = bucket[k]!;
-      if (text.startsWith(key.spelling, at)) return key;
+      if (spelledAt(bytes, at, key.spelling)) return key;
     }
     return undefined;
   }
@@ -384,9 +393,9 @@ class PageDecoder {
 
   /** The post's id: a number token in canonical form is its own range; anything else is made canonical. */
   #id(index: number): void {
-    const text = this.#text;
+    const bytes = this.#bytes;
     const at = this.#skipWhitespace();
-    const c = text.charCodeAt(at);
+    const c = bytes[at]!;
     let value: string;
     if (c === QUOTE) value = this.#string();
     else if (c === MINUS || (c >= ZERO && c <= NINE)) {
@@ -399,7 +408,7 @@ class PageDecoder {
         this.#ids[2 * index + 1] = end;
         return;
       }
-      value = text.slice(start, end);
+      value = bytes.toString('latin1', start, end);
     } else throw notTaken;
     let id: string;
     try {
@@ -445,7 +454,7 @@ class PageDecoder {
           continue;
         }
         const at = this.#skipWhitespace();
-        if (this.#text.charCodeAt(at) !== QUOTE) throw notTaken;
+        if (this.#bytes[at] !== QUOTE) throw notTaken;
         let start: number;
         let end: number;
         if (this.#stringValue(at) === TAPE_STRING) {
@@ -476,9 +485,9 @@ class PageDecoder {
 
   /** A field's value onto the tape; null adds nothing. */
   #value(key: Key, post: number): void {
-    const text = this.#text;
+    const bytes = this.#bytes;
     const at = this.#skipWhitespace();
-    const c = text.charCodeAt(at);
+    const c = bytes[at]!;
     let kind: number;
     if (c === QUOTE) kind = this.#stringValue(at);
     else if (c === MINUS || (c >= ZERO && c <= NINE)) kind = this.#number();
@@ -495,7 +504,7 @@ class PageDecoder {
       else {
         let json: string;
         try {
-          json = stringifyExactJson(parseExactJson(text.slice(at, this.#i)));
+          json = stringifyExactJson(parseExactJson(bytes.toString('utf8', at, this.#i)));
         } catch {
           throw notTaken;
         }
@@ -540,21 +549,14 @@ class PageDecoder {
   }
 
   /**
-   * The index of the closing quote of the string whose opening quote is at `at` when it holds neither an escape
-   * nor a surrogate alone, and so is its own content; else -1.
+   * The index of the closing quote of the string whose opening quote is at `at` when it holds no escape, and so
+   * is its own content (valid UTF-8 holds no surrogate alone); else -1.
    */
   #plainString(at: number): number {
-    const text = this.#text;
+    const bytes = this.#bytes;
     let p = at + 1;
-    let c = text.charCodeAt(p);
-    while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) {
-      if (c >= 0xd800 && c <= 0xdfff) {
-        const d = text.charCodeAt(p + 1);
-        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) return -1;
-        p++;
-      }
-      c = text.charCodeAt(++p);
-    }
+    let c = bytes[p]!;
+    while (c !== QUOTE && c !== BACKSLASH && c >= 0x20) c = bytes[++p]!;
     return c === QUOTE ? p : -1;
   }
 
@@ -563,13 +565,13 @@ class PageDecoder {
    * \f \n \r \t; each such string counted in #canonicalEscapes); -1 for any other escape.
    */
   #canonicalString(at: number): number {
-    const text = this.#text;
+    const bytes = this.#bytes;
     let p = at + 1;
     let escaped = false;
-    let c = text.charCodeAt(p);
+    let c = bytes[p]!;
     while (c !== QUOTE && c >= 0x20) {
       if (c === BACKSLASH) {
-        const e = text.charCodeAt(p + 1);
+        const e = bytes[p + 1];
         if (
           e !== QUOTE &&
           e !== BACKSLASH &&
@@ -583,12 +585,8 @@ class PageDecoder {
         }
         escaped = true;
         p++;
-      } else if (c >= 0xd800 && c <= 0xdfff) {
-        const d = text.charCodeAt(p + 1);
-        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) return -1;
-        p++;
       }
-      c = text.charCodeAt(++p);
+      c = bytes[++p]!;
     }
     if (c !== QUOTE) return -1;
     if (escaped) this.#canonicalEscapes++;
@@ -597,12 +595,12 @@ class PageDecoder {
 
   /** Validates and passes over any JSON value; a key repeated in one of its objects is the full way's to judge. */
   #skipValue(): void {
-    const text = this.#text;
+    const bytes = this.#bytes;
     // The keys of each container opened, innermost last; null for an array.
     const open: (number[] | null)[] = [];
     for (;;) {
       const at = this.#skipWhitespace();
-      const c = text.charCodeAt(at);
+      const c = bytes[at]!;
       if (c === OPEN_BRACE || c === OPEN_BRACKET) {
         this.#i = at + 1;
         if (open.length === MAX_DEPTH) throw notTaken;
@@ -658,11 +656,22 @@ class PageDecoder {
     return this.#oddities + this.#spaces + this.#strings.escapes;
   }
 
-  /** The string at the cursor (its opening quote), decoded; the cursor moves past its closing quote. */
+  /**
+   * The string at the cursor (its opening quote), decoded (a string of its own, made from the bytes); the cursor
+   * moves past its closing quote.
+   */
   #string(): string {
-    const value = this.#strings.read(this.#text, this.#skipWhitespace());
-    if (value === null) throw notTaken;
-    this.#i = this.#strings.end;
+    const bytes = this.#bytes;
+    const at = this.#skipWhitespace();
+    // The closing quote: the first not escaped. JsonStringReader then reads the literal as the full way does.
+    let p = at + 1;
+    const n = bytes.length;
+    while (p < n && bytes[p] !== QUOTE) p += bytes[p] === BACKSLASH ? 2 : 1;
+    if (p >= n) throw notTaken;
+    const literal = bytes.toString('utf8', at, p + 1);
+    const value = this.#strings.read(literal, 0);
+    if (value === null || this.#strings.end !== literal.length) throw notTaken;
+    this.#i = p + 1;
     return value;
   }
 
@@ -671,36 +680,36 @@ class PageDecoder {
    * its range in #start and #end.
    */
   #number(): number {
-    const text = this.#text;
+    const bytes = this.#bytes;
     const start = this.#i;
     let p = start;
-    if (text.charCodeAt(p) === MINUS) p++;
+    if (bytes[p] === MINUS) p++;
     const first = p;
-    let c = text.charCodeAt(p);
+    let c = bytes[p]!;
     if (c === ZERO) p++;
-    else if (c >= 0x31 && c <= NINE) p = digitsFrom(text, p + 1);
+    else if (c >= 0x31 && c <= NINE) p = digitsFrom(bytes, p + 1);
     else throw notTaken;
     const digits = p - first;
     let kind: number;
-    c = text.charCodeAt(p);
+    c = bytes[p]!;
     if (c !== DOT && c !== 0x65 && c !== 0x45) {
       if (digits <= 15) kind = TAPE_INTEGER;
-      else kind = digits <= 18 ? TAPE_INT64 : digits > 19 ? TAPE_BIGNUM : int64Or19(text, start, first);
+      else kind = digits <= 18 ? TAPE_INT64 : digits > 19 ? TAPE_BIGNUM : int64Or19(bytes, start, first);
       // -0: a JavaScript number of it prints 0.
-      if (digits === 1 && first > start && text.charCodeAt(first) === ZERO) kind = TAPE_INT64;
+      if (digits === 1 && first > start && bytes[first] === ZERO) kind = TAPE_INT64;
     } else {
       kind = TAPE_DECIMAL;
       if (c === DOT) {
-        const end = digitsFrom(text, p + 1);
+        const end = digitsFrom(bytes, p + 1);
         if (end === p + 1) throw notTaken;
         p = end;
-        c = text.charCodeAt(p);
+        c = bytes[p]!;
       }
       if (c === 0x65 || c === 0x45) {
         p++;
-        c = text.charCodeAt(p);
+        c = bytes[p]!;
         if (c === PLUS || c === MINUS) p++;
-        const end = digitsFrom(text, p);
+        const end = digitsFrom(bytes, p);
         if (end === p) throw notTaken;
         p = end;
       }
@@ -711,16 +720,18 @@ class PageDecoder {
     return kind;
   }
 
+  /** True (and past it) for `word`, a literal of ASCII letters, at the cursor. */
   #literal(word: string): boolean {
     const at = this.#skipWhitespace();
-    if (!this.#text.startsWith(word, at)) return false;
+    const bytes = this.#bytes;
+    for (let k = 0; k < word.length; k++) if (bytes[at + k] !== word.charCodeAt(k)) return false;
     this.#i = at + word.length;
     return true;
   }
 
   #expect(c: number): void {
     const at = this.#skipWhitespace();
-    if (this.#text.charCodeAt(at) !== c) throw notTaken;
+    if (this.#bytes[at] !== c) throw notTaken;
     this.#i = at + 1;
   }
 
@@ -731,7 +742,7 @@ class PageDecoder {
   /** True (and past it) when the container closes here, at its start. */
   #closes(close: number): boolean {
     const at = this.#skipWhitespace();
-    if (this.#text.charCodeAt(at) !== close) return false;
+    if (this.#bytes[at] !== close) return false;
     this.#i = at + 1;
     return true;
   }
@@ -739,7 +750,7 @@ class PageDecoder {
   /** After a member: true for a comma (another member follows), false for the container's end. */
   #next(close: number): boolean {
     const at = this.#skipWhitespace();
-    const c = this.#text.charCodeAt(at);
+    const c = this.#bytes[at];
     this.#i = at + 1;
     if (c === COMMA) return true;
     if (c === close) return false;
@@ -748,10 +759,10 @@ class PageDecoder {
 
   /** Moves the cursor past JSON whitespace; returns it. */
   #skipWhitespace(): number {
-    const text = this.#text;
+    const bytes = this.#bytes;
     let i = this.#i;
-    let c = text.charCodeAt(i);
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++i);
+    let c = bytes[i];
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = bytes[++i];
     if (i !== this.#i) {
       this.#spaces++;
       this.#i = i;
@@ -760,28 +771,28 @@ class PageDecoder {
   }
 }
 
-/**
- * A copy of a string that does not hold on to the page's text. V8 makes a longer slice a view into the string it
- * was cut from, and the next page token outlives its page (the pager keeps every token of the report to find a
- * cycle): as a view, it kept each page's whole text alive until the report was read.
- */
-function detached(slice: string): string {
-  return `${slice} `.slice(0, -1);
+/** True when the bytes at `at` are `spelling`. */
+function spelledAt(bytes: Uint8Array, at: number, spelling: Uint8Array): boolean {
+  const n = spelling.length;
+  if (at + n > bytes.length) return false;
+  for (let k = 0; k < n; k++) if (bytes[at + k] !== spelling[k]) return false;
+  return true;
 }
 
 /**
  * A hash of the spelling of a key, from its opening quote at `at` to its closing quote (an escaped quote
- * included); 0 when the text ends first (no key has that hash: the caller then reads the key as a string).
+ * included); 0 when the bytes end first (no key has that hash: the caller then reads the key as a string).
  */
-function spellingHash(text: string, at: number): number {
+function spellingHash(bytes: Uint8Array, at: number): number {
   let h = 1;
-  const n = text.length;
+  const n = bytes.length;
   for (let p = at + 1; p < n; p++) {
-    let c = text.charCodeAt(p);
+    let c = bytes[p]!;
     if (c === QUOTE) return h === 0 ? 1 : h;
     if (c === BACKSLASH) {
+      if (p + 1 === n) return 0;
       h = (Math.imul(h, 31) + c) | 0;
-      c = text.charCodeAt(++p);
+      c = bytes[++p]!;
     }
     h = (Math.imul(h, 31) + c) | 0;
   }
@@ -789,10 +800,10 @@ function spellingHash(text: string, at: number): number {
 }
 
 /** TAPE_INT64 or TAPE_BIGNUM for an integer token of 19 digits (from `first`, after any minus at `start`). */
-function int64Or19(text: string, start: number, first: number): number {
+function int64Or19(bytes: Uint8Array, start: number, first: number): number {
   const limit = first > start ? INT64_MIN_DIGITS : INT64_MAX_DIGITS;
   for (let k = 0; k < 19; k++) {
-    const d = text.charCodeAt(first + k) - limit.charCodeAt(k);
+    const d = bytes[first + k]! - limit.charCodeAt(k);
     if (d !== 0) return d < 0 ? TAPE_INT64 : TAPE_BIGNUM;
   }
   return TAPE_INT64;
@@ -810,8 +821,8 @@ function isArrayIndex(name: string): boolean {
   return Number(name) <= 4294967294;
 }
 
-function digitsFrom(text: string, p: number): number {
-  let c = text.charCodeAt(p);
-  while (c >= ZERO && c <= NINE) c = text.charCodeAt(++p);
+function digitsFrom(bytes: Uint8Array, p: number): number {
+  let c = bytes[p]!;
+  while (c >= ZERO && c <= NINE) c = bytes[++p]!;
   return p;
 }

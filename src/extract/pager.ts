@@ -17,7 +17,7 @@ export interface ReportPage {
   token: string | null;
   nextPage: string | null;
   posts: PagePosts;
-  /** Size of the response text. */
+  /** Size of the response text (in UTF-16 units). */
   bytes: number;
 }
 
@@ -43,10 +43,12 @@ export function reportPath(reportId: string): string {
   return `reports/posts/${encodeURIComponent(reportId)}`;
 }
 
-/** A report response (or one of its pages) downloaded: its size and text now, its body when asked. */
+/** A report response (or one of its pages) downloaded: its size and bytes now, its body when asked. */
 export interface FetchedReport {
+  /** Size of the response text (in UTF-16 units). */
   readonly bytes: number;
-  readonly text: string;
+  /** The UTF-8 of the response text (see DeferredJson). */
+  readonly utf8: Buffer;
   /** The body parsed; DataError('PAGE_MALFORMED') naming the report when it is not JSON. */
   body(): unknown;
 }
@@ -85,7 +87,7 @@ export async function fetchReport(
   }
   return {
     bytes: response.bytes,
-    text: response.text,
+    utf8: response.utf8,
     body: () => {
       try {
         return response.parse();
@@ -108,7 +110,7 @@ export interface ReportAnswer {
 }
 
 /**
- * Reads a downloaded report answer, in one pass from its text where it can be (page-decoder.ts) and else the full
+ * Reads a downloaded report answer, in one pass from its bytes where it can be (page-decoder.ts) and else the full
  * way: parsed, checked (toReportPage) and mapped. It is a page when its status is DONE, or, unless
  * `statusRequired`, when it has no status as a string at all (a page read with a token need not repeat it).
  */
@@ -120,7 +122,7 @@ export function readAnswer(
 ): ReportAnswer {
   const { reportId, index, token } = at;
   const isPage = (status: unknown) => status === DONE || (!statusRequired && typeof status !== 'string');
-  const decoded = decodePage(fetched.text, { ...mapping, page: index });
+  const decoded = decodePage(fetched.utf8, { ...mapping, page: index });
   if (decoded !== null && isPage(decoded.status)) {
     checkNext(decoded.nextPage, token, reportId, index);
     const page = { index, token, nextPage: decoded.nextPage, posts: decoded.posts, bytes: fetched.bytes };

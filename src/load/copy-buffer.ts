@@ -1,10 +1,12 @@
 /*
- * COPY text written as UTF-8 straight into a buffer: a page's rows are mostly ranges of the page's text, and
- * writing them byte by byte costs no string per value, no concatenation and no copy of the whole text at the end.
+ * COPY text written as UTF-8 straight into a buffer: a page's rows are mostly ranges of the page's bytes, and
+ * copying them costs no string per value, no concatenation and no copy of the whole text at the end.
  */
 
-/** Ranges longer than this are written by Buffer#write, which beats a loop over each character. */
-const LONG = 256;
+/** Ranges longer than this are copied by Buffer#copy: a loop wins below (a native call costs more). */
+const LONG_RANGE = 64;
+/** Strings longer than this are written by Buffer#write, which beats a loop over each character. */
+const LONG_TEXT = 256;
 
 /** A growing buffer of UTF-8 bytes. */
 export class CopyBuffer {
@@ -36,16 +38,28 @@ export class CopyBuffer {
     this.#bytes[this.#length++] = c;
   }
 
-  /** text[start, end) as UTF-8; a surrogate alone as U+FFFD, as Buffer.from writes it. */
-  range(text: string, start: number, end: number): void {
-    this.#reserve(3 * (end - start));
+  /** source[start, end) as it is. */
+  bytes(source: Buffer, start: number, end: number): void {
+    const n = end - start;
+    this.#reserve(n);
     const b = this.#bytes;
     let p = this.#length;
-    if (end - start > LONG) {
-      this.#length = p + b.write(text.slice(start, end), p);
+    if (n > LONG_RANGE) source.copy(b, p, start, end);
+    else for (let i = start; i < end; i++) b[p++] = source[i]!;
+    this.#length += n;
+  }
+
+  /** A string as UTF-8; a surrogate alone as U+FFFD, as Buffer.from writes it. */
+  text(text: string): void {
+    const end = text.length;
+    this.#reserve(3 * end);
+    const b = this.#bytes;
+    let p = this.#length;
+    if (end > LONG_TEXT) {
+      this.#length = p + b.write(text, p);
       return;
     }
-    for (let i = start; i < end; i++) {
+    for (let i = 0; i < end; i++) {
       const c = text.charCodeAt(i);
       if (c < 0x80) {
         b[p++] = c;
@@ -73,11 +87,6 @@ export class CopyBuffer {
       }
     }
     this.#length = p;
-  }
-
-  /** A whole string as UTF-8. */
-  text(text: string): void {
-    this.range(text, 0, text.length);
   }
 
   /** A non-negative safe integer in decimal digits. */

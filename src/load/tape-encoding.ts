@@ -1,8 +1,8 @@
 /*
  * A page's tape (model/page-tape.ts) → the COPY text of its posts and segments, as UTF-8, in one pass over its
- * values. A value on the tape is mostly a range of the page's text that is already its COPY field: a JSON string
- * without escapes holds no backslash and no control character (JSON refuses them raw), a number token is its own
- * digits, a compact document is what stringifyExactJson writes. Where today's rules change a value's form (a
+ * values. A value on the tape is mostly a range of the page's bytes that is already its COPY field, copied as it
+ * is: a JSON string without escapes holds no backslash and no control character (JSON refuses them raw), a number
+ * token is its own digits, a compact document is what stringifyExactJson writes. Where today's rules change a value's form (a
  * number in a text column in numeric::text's form, a string in a jsonb column quoted, a decoded string or a
  * rewritten document escaped), the value goes through copy-encoding.ts, which stays the reference: the rows are
  * encodePage's for the same posts, byte for byte (the decoder's differential test holds them to that).
@@ -58,7 +58,7 @@ export function encodeTape(
   columns: readonly PageColumn[],
   stats: EncodeStats,
 ): EncodedPage {
-  const { text, values, postValues, owned } = tape;
+  const { bytes, values, postValues, owned } = tape;
   // Each field's column in the page's COPY (-1: none), and the value of each column in the post being written.
   const columnOf = new Int32Array(tape.fields.length).fill(-1);
   const byName = new Map<string, number>();
@@ -70,8 +70,8 @@ export function encodeTape(
     types.push(columns[c]!.type);
   }
   const slots = new Int32Array(columns.length);
-  // A page's rows take half its text or so: its keys, quotes and commas are not written.
-  const out = new CopyBuffer(Math.ceil(0.6 * text.length) + 64 * tape.length);
+  // A page's rows take half its bytes or so: its keys, quotes and commas are not written.
+  const out = new CopyBuffer(Math.ceil(0.6 * bytes.length) + 64 * tape.length);
   const segments = new CopyBuffer(tape.postSegments[tape.length]! * 64);
   let segmentRows = 0;
   const rowStarts: number[] = [];
@@ -102,20 +102,20 @@ export function encodeTape(
         case TAPE_STRING:
           if (type === 'jsonb') {
             out.byte(QUOTE);
-            out.range(text, start, end);
+            out.bytes(bytes, start, end);
             out.byte(QUOTE);
-          } else out.range(text, start, end);
+          } else out.bytes(bytes, start, end);
           break;
         case TAPE_INTEGER:
         case TAPE_JSON:
-          out.range(text, start, end);
+          out.bytes(bytes, start, end);
           break;
         case TAPE_INT64:
         case TAPE_BIGNUM:
         case TAPE_DECIMAL:
           // In a text column a number takes numeric::text's form (copy-encoding.ts encodeValue).
-          if (type === 'text') out.text(numericText(text.slice(start, end)));
-          else out.range(text, start, end);
+          if (type === 'text') out.text(numericText(bytes.toString('latin1', start, end)));
+          else out.bytes(bytes, start, end);
           break;
         case TAPE_TRUE:
           out.text(type === 'jsonb' ? 'true' : 't');
@@ -130,7 +130,7 @@ export function encodeTape(
           out.text(encodeJson(owned[start]!, stats));
           break;
         case TAPE_ESCAPED_JSON:
-          out.text(encodeJson(text.slice(start, end), stats));
+          out.text(encodeJson(bytes.toString('utf8', start, end), stats));
           break;
       }
     }
@@ -144,7 +144,7 @@ export function encodeTape(
 
 function writeId(out: CopyBuffer, tape: PageTape, post: number): void {
   const start = tape.ids[2 * post]!;
-  if (start >= 0) out.range(tape.text, start, tape.ids[2 * post + 1]!);
+  if (start >= 0) out.bytes(tape.bytes, start, tape.ids[2 * post + 1]!);
   else out.text(tape.owned[-1 - start]!);
 }
 
@@ -194,7 +194,7 @@ function writePart(out: CopyBuffer, tape: PageTape, segment: number, part: 0 | 1
   out.byte(TAB);
   const at = segment * SEGMENT_STRIDE + 2 * part;
   const start = tape.segments[at]!;
-  if (start >= 0) out.range(tape.text, start, tape.segments[at + 1]!);
+  if (start >= 0) out.bytes(tape.bytes, start, tape.segments[at + 1]!);
   else out.text(escapeCopyText(tape.owned[-1 - start]!, stats));
 }
 

@@ -1,12 +1,12 @@
 /*
- * A page of posts as offsets into its text: what extract hands to load when it read the page in one pass
+ * A page of posts as offsets into its bytes: what extract hands to load when it read the page in one pass
  * (extract/page-decoder.ts), so that load plans and encodes the page without an object per post or per value.
- * Values are mostly ranges of the page's text; the few that are not as written (a string with escapes, a
+ * Values are mostly ranges of the page's bytes (UTF-8); the few that are not as written (a string with escapes, a
  * document to rewrite, an id to make canonical) are "owned": decoded once, kept in `owned`, found by index.
  */
 import type { MappedPost } from './post-record.js';
 
-/** text[start, end) is the string's content: no escape, no raw surrogate alone. */
+/** bytes[start, end) is the string's content: no escape (and so no backslash and no control character). */
 export const TAPE_STRING = 0;
 /** owned[start] is the decoded string. */
 export const TAPE_OWNED_STRING = 1;
@@ -20,12 +20,12 @@ export const TAPE_BIGNUM = 4;
 export const TAPE_DECIMAL = 5;
 export const TAPE_TRUE = 6;
 export const TAPE_FALSE = 7;
-/** text[start, end) is the document as stringifyExactJson writes it. */
+/** bytes[start, end) is the document as stringifyExactJson writes it. */
 export const TAPE_JSON = 8;
 /** owned[start] is the document as stringifyExactJson writes it. */
 export const TAPE_OWNED_JSON = 9;
 /**
- * text[start, end) is the document as stringifyExactJson writes it, escapes included (each one JSON.stringify
+ * bytes[start, end) is the document as stringifyExactJson writes it, escapes included (each one JSON.stringify
  * writes as it is: \" \\ \b \f \n \r \t), which a COPY field must escape.
  */
 export const TAPE_ESCAPED_JSON = 10;
@@ -41,7 +41,8 @@ export const SEGMENT_STRIDE = 4;
  */
 export class PageTape {
   constructor(
-    readonly text: string,
+    /** The page's text as UTF-8, valid. */
+    readonly bytes: Buffer,
     /** How many posts. */
     readonly length: number,
     /** Per post: start and end of its canonical id's digits. */
@@ -75,7 +76,7 @@ export class PageTape {
     const kind = this.values[at + 1]!;
     const start = this.values[at + 2]!;
     if (kind === TAPE_OWNED_STRING || kind === TAPE_OWNED_JSON) return this.owned[start]!;
-    return this.text.slice(start, this.values[at + 3]!);
+    return this.bytes.toString('utf8', start, this.values[at + 3]!);
   }
 
   /** The name or value of a segment (by its index in segments): part 0 the name, 1 the value. */
@@ -85,7 +86,7 @@ export class PageTape {
   }
 
   #range(start: number, end: number): string {
-    return start < 0 ? this.owned[-1 - start]! : this.text.slice(start, end);
+    return start < 0 ? this.owned[-1 - start]! : this.bytes.toString('utf8', start, end);
   }
 }
 

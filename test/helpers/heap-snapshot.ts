@@ -67,3 +67,27 @@ export async function slicedParents(
     views,
   }));
 }
+
+/**
+ * The sizes of the ArrayBuffers' contents of this process's heap of at least `minBytes` bytes (a view of a buffer
+ * keeps its whole ArrayBuffer alive), largest first. The snapshot collects garbage first, in a task of its own.
+ */
+export async function largeArrayBuffers(minBytes: number): Promise<number[]> {
+  await nextTask();
+  let json = '';
+  for await (const chunk of getHeapSnapshot()) json += String(chunk);
+  const heap = JSON.parse(json) as Snapshot;
+  const { node_fields } = heap.snapshot.meta;
+  const nodeWidth = node_fields.length;
+  const nameField = node_fields.indexOf('name');
+  const sizeField = node_fields.indexOf('self_size');
+  if (nameField < 0 || sizeField < 0) throw new Error('heap snapshot: no name or self_size field');
+  const sizes: number[] = [];
+  for (let node = 0; node < heap.nodes.length; node += nodeWidth) {
+    const size = heap.nodes[node + sizeField]!;
+    if (size >= minBytes && heap.strings[heap.nodes[node + nameField]!] === 'system / JSArrayBufferData') {
+      sizes.push(size);
+    }
+  }
+  return sizes.sort((a, b) => b - a);
+}

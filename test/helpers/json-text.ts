@@ -48,10 +48,33 @@ const numberToken = fc.oneof(
     ),
 );
 
-/** Any UTF-16 code unit, lone surrogates and control characters included, and astral characters whole. */
+/** Characters at the edges of UTF-8's forms of 1, 2, 3 and 4 bytes, a byte order mark and U+FFFD among them. */
+const edgeOfUtf8 = fc.constantFrom(
+  'a',
+  '\u007f',
+  '\u0080',
+  'é',
+  '\u07ff',
+  '\u0800',
+  '日',
+  '\ufeff',
+  '\ufffd',
+  '\uffff',
+  '\u{10000}',
+  '😀',
+  '\u{10ffff}',
+  '"',
+  '\\',
+);
+
+/**
+ * Any UTF-16 code unit, lone surrogates and control characters included, astral characters whole, and characters
+ * of every length in UTF-8.
+ */
 const anyText = fc.oneof(
   fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 8 }),
+  fc.string({ unit: edgeOfUtf8, maxLength: 6 }),
 );
 
 const oddName = fc.oneof(
@@ -66,6 +89,8 @@ const oddName = fc.oneof(
     '"\\',
     'é',
     'e\u0301',
+    '日本',
+    '😀x',
     '__proto__',
     'constructor',
     '12',

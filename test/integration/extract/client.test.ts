@@ -1,8 +1,10 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors.js';
 import { fetchDimensions } from '../../../src/extract/dimensions.js';
+import { reportPath } from '../../../src/extract/pager.js';
 import { createReport } from '../../../src/extract/report.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { type HandMadeBody, startPageServer } from '../../helpers/page-server.js';
 import { clientFor, failure } from './harness.js';
 
 const TOKEN = 'tok-Zq8x1-very-secret';
@@ -127,5 +129,92 @@ describe('ApiClient against the simulator', () => {
     for (let i = 0; i < 5; i += 1) await fetchDimensions(client);
     expect(lines.length).toBeGreaterThan(5);
     for (const line of lines) expect(line).not.toContain(TOKEN);
+  });
+});
+
+describe('ApiClient: a body as bytes', () => {
+  const page = '{"a":"é日😀","b":[1.50,"\\u00e9"]}';
+  const utf8 = (text: string) => Buffer.from(text, 'utf8');
+  const bom = [0xef, 0xbb, 0xbf];
+  /** Each body, and the label of the decoder that makes its text. */
+  const bodies: Record<string, HandMadeBody & { body: Uint8Array; label: string }> = {
+    plain: { body: utf8(page), label: 'utf-8' },
+    'no charset': { body: utf8(page), contentType: 'application/json', label: 'utf-8' },
+    'another label': { body: utf8(page), contentType: 'application/json; charset="UTF8"', label: 'utf8' },
+    'a label decoded': {
+      body: utf8(page),
+      contentType: 'application/json; charset=unicode-1-1-utf-8',
+      label: 'unicode-1-1-utf-8',
+    },
+    bom: { body: Buffer.concat([Buffer.from(bom), utf8(page)]), label: 'utf-8' },
+    'two boms': { body: Buffer.concat([Buffer.from([...bom, ...bom]), utf8(page)]), label: 'utf-8' },
+    'not utf-8': {
+      body: Buffer.concat([utf8('{"a":"x'), Buffer.from([0xff, 0xc3]), utf8('\uFFFDy"}')]),
+      label: 'utf-8',
+    },
+    'cut within a character': { body: utf8(page).subarray(0, utf8(page).indexOf(0xe6) + 1), label: 'utf-8' },
+    'a surrogate': {
+      body: Buffer.concat([utf8('{"a":"'), Buffer.from([0xed, 0xa0, 0x80]), utf8('"}')]),
+      label: 'utf-8',
+    },
+    latin1: {
+      body: Buffer.from('{"a":"café ÿ"}', 'latin1'),
+      contentType: 'application/json; charset=iso-8859-1',
+      label: 'iso-8859-1',
+    },
+    'utf-16': {
+      body: Buffer.from(page, 'utf16le'),
+      contentType: 'application/json; charset=utf-16le',
+      label: 'utf-16le',
+    },
+    'not json': { body: utf8('<html>é</html>'), label: 'utf-8' },
+    short: { body: utf8('{}'), label: 'utf-8' },
+    'unknown charset': { body: utf8(page), contentType: 'application/json; charset=x-nope', label: 'utf-8' },
+  };
+
+  it('hands on the UTF-8 of the text it reads, with the warnings, sizes and errors of the text', async () => {
+    const server = await startPageServer({ pages: () => bodies });
+    let warned = 0;
+    let failed = 0;
+    try {
+      for (const [name, { body, label }] of Object.entries(bodies)) {
+        const query = { page: name };
+        // The text way, every other answer's: getJson.
+        const asText = clientFor(server);
+        const asBytes = clientFor(server);
+        const parsed = await asText.client.getJson(reportPath('w'), { query }).catch((e: Error) => e);
+        const deferred = await asBytes.client
+          .getDeferredJson(reportPath('w'), { query })
+          .catch((e: Error) => e);
+        const warnings = (lines: string[]) =>
+          lines
+            .map((line) => JSON.parse(line) as Record<string, unknown>)
+            .filter((line) => line.level === 40 || line.msg === 'response')
+            .map(({ msg, charset, count, bytes: size }) => ({ msg, charset, count, size }));
+        expect(warnings(asBytes.lines), name).toEqual(warnings(asText.lines));
+        if (warnings(asText.lines).some((line) => line.msg !== 'response')) warned++;
+        if (deferred instanceof Error) {
+          expect(String(deferred), name).toBe(String(parsed));
+          failed++;
+          continue;
+        }
+        const text = new TextDecoder(label).decode(body);
+        expect(deferred.text, name).toBe(text);
+        expect(deferred.bytes, name).toBe(text.length);
+        expect(deferred.utf8.equals(utf8(text)), name).toBe(true);
+        let late: unknown;
+        try {
+          late = deferred.parse();
+        } catch (error) {
+          late = error;
+        }
+        if (parsed instanceof Error) expect(String(late), name).toBe(String(parsed));
+        else expect(late, name).toEqual(parsed);
+      }
+    } finally {
+      await server.close();
+    }
+    // The bytes that are not UTF-8 (three bodies) were replaced and logged; the unknown charset refused.
+    expect([warned, failed]).toEqual([3, 1]);
   });
 });

@@ -4,9 +4,9 @@ import { type ApiConfig, parseConfig } from '../../../src/config.js';
 import { createLogger } from '../../../src/logger.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
 
-/** A client of the simulator with fast retries and polls, and every log line it writes captured. */
+/** A client of the simulator (or a page server) with fast retries and polls, and every log line it writes captured. */
 export function clientFor(
-  sim: RunningSimulator,
+  sim: Pick<RunningSimulator, 'baseUrl' | 'token'>,
   overrides: Record<string, string> = {},
 ): { client: ApiClient; config: ApiConfig; lines: string[]; retries: RetryEvent[] } {
   const config = parseConfig(

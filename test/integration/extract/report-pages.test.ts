@@ -5,7 +5,7 @@ import { readPages, reportPath, toReportPage } from '../../../src/extract/pager.
 import { createReport, waitForReport } from '../../../src/extract/report.js';
 import { postIds } from '../../../src/model/page-tape.js';
 import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
-import { slicedParents } from '../../helpers/heap-snapshot.js';
+import { largeArrayBuffers, slicedParents } from '../../helpers/heap-snapshot.js';
 import { clientFor, failure } from './harness.js';
 
 // 500 posts a day: a 20-day window holds 10,000 posts, 10 pages.
@@ -38,7 +38,7 @@ describe('reports and pages against the simulator', () => {
     expect(ids).toEqual(reference);
   });
 
-  it('lets a page go once read: the next page token kept of it is not a view into its text', async () => {
+  it('lets a page go once read: the next page token kept of it is not a view into its text or bytes', async () => {
     const { client, config } = clientFor(sim);
     // The pager keeps every token of a report (to find a cycle) until the report is read: this keeps them too.
     const tokens = await (async () => {
@@ -50,8 +50,10 @@ describe('reports and pages against the simulator', () => {
       return kept;
     })();
     expect(tokens.filter((token) => token !== null)).toHaveLength(9);
-    // Each page's text (about 600 kB here) is garbage once its posts are: no slice of it may outlive them.
+    // Each page (about 600 kB here) is garbage once its posts are: no slice of its text (read the full way) and no
+    // view of its bytes (read in one pass) may outlive them.
     expect(await slicedParents((text) => text.startsWith('{"id":') && text.includes('"data":['))).toEqual([]);
+    expect(await largeArrayBuffers(256 * 1024)).toEqual([]);
     expect(tokens).toHaveLength(10);
   });
 

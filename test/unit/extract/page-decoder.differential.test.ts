@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseExactJson } from '../../../src/api/exact-json.js';
+import { withoutBom } from '../../../src/api/utf8.js';
 import { decodePage } from '../../../src/extract/page-decoder.js';
 import { type PostMapping, toReportPage } from '../../../src/extract/pager.js';
 import { type EncodeStats, encodePage, type PageColumn } from '../../../src/load/copy-encoding.js';
@@ -38,13 +40,41 @@ import { documentedPage, page, style, tree, write } from '../../helpers/json-tex
  * The one-pass page decoder against the full way (parseExactJson, toReportPage, mapRecords): a page the decoder
  * takes must be read the same, post for post, field for field, in the same order; load must plan the same columns
  * from its tape and write the same COPY rows (posts and segments, byte for byte) with the same counts of
- * characters replaced, whatever the columns' types; a page as documented must be taken.
+ * characters replaced, whatever the columns' types; a page as documented must be taken. The decoder reads a page's
+ * bytes as the client hands them (the body when it is valid UTF-8, else the UTF-8 of the text decoded from it), the
+ * full way the text.
  */
 
 const WINDOW = { start: '2026-11-01', end: '2026-11-07' };
 const PLACE = { window: '2026-11-01..2026-11-07', page: 1 };
 const EMPTY: Registry = { byField: new Map(), taken: new Set() };
 const TYPES: readonly ColumnType[] = ['bigint', 'numeric', 'text', 'boolean', 'jsonb', 'date', 'other'];
+
+/** A body as the client hands it on: its text, and the UTF-8 of that text the decoder reads. */
+interface Received {
+  readonly text: string;
+  readonly utf8: Buffer;
+}
+
+/**
+ * What the client makes of a body's bytes in a charset (client.ts getDeferredJson): the text TextDecoder makes of
+ * them (bytes not valid replaced by U+FFFD), and the bytes as received when they are valid UTF-8 in UTF-8 (without
+ * the byte order mark the text leaves out), else the UTF-8 of the text.
+ */
+function received(bytes: Buffer, charset = 'utf-8'): Received {
+  const text = new TextDecoder(charset).decode(bytes);
+  const utf8 = charset === 'utf-8' && isUtf8(bytes) ? withoutBom(bytes) : Buffer.from(text, 'utf8');
+  expect(utf8.toString('utf8')).toBe(text);
+  return { text, utf8 };
+}
+
+/**
+ * A text as a service can send it: a surrogate alone, which no UTF-8 holds (the text would be sent with U+FFFD in
+ * its place), written as its escape, as JSON.stringify writes it. The writer puts one only within a string.
+ */
+function sendable(text: string): string {
+  return text.replace(/\p{Cs}/gu, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
 
 /** The full way, or null where it refuses the page. */
 function fullWay(
@@ -147,8 +177,9 @@ function columnSets(fields: readonly string[], planned: PagePlan | string, seed:
 }
 
 /** Checks a page the decoder takes against the full way; returns whether it took it. */
-function agrees(text: string, mapping: PostMapping, seed = 0): boolean {
-  const decoded = decodePage(text, { ...mapping, page: 1 });
+function agrees(body: string | Received, mapping: PostMapping, seed = 0): boolean {
+  const { text, utf8 } = typeof body === 'string' ? received(Buffer.from(body, 'utf8')) : body;
+  const decoded = decodePage(utf8, { ...mapping, page: 1 });
   if (decoded === null) return false;
   const full = fullWay(text, mapping);
   expect(full, `the decoder took a page the full way refuses: ${JSON.stringify(text)}`).not.toBeNull();
@@ -194,7 +225,7 @@ describe('decodePage against the full way (differential)', () => {
         selection,
         style,
         ([idField, value], dropped, how) => {
-          const text = write(value, how);
+          const text = sendable(write(value, how));
           expect(agrees(text, mappingOf(idField, dropped)), `not taken: ${JSON.stringify(text)}`).toBe(true);
         },
       ),
@@ -209,7 +240,7 @@ describe('decodePage against the full way (differential)', () => {
         selection,
         style,
         fc.nat(),
-        fc.constantFrom('', '"', '\\', '}', ']', ',', ':', '1', '.', 'e', '-', 'n'),
+        fc.constantFrom('', '"', '\\', '}', ']', ',', ':', '1', '.', 'e', '-', 'n', 'é', '日', '😀'),
         (value, dropped, how, at, c) => {
           const mapping = mappingOf('platform_post_id', dropped);
           const text = write(value, how);
@@ -217,10 +248,62 @@ describe('decodePage against the full way (differential)', () => {
           const i = at % (text.length + 1);
           agrees(text.slice(0, i), mapping, at);
           agrees(text.slice(0, i) + c + text.slice(i + 1), mapping, at);
+          // Cut or changed within a character's bytes: not UTF-8 any more, read as the client reads it.
+          const bytes = Buffer.from(text, 'utf8');
+          const j = at % (bytes.length + 1);
+          agrees(received(bytes.subarray(0, j)), mapping, at);
+          const byte = Buffer.from([[0x80, 0xc3, 0xe6, 0xf0, 0xff][at % 5]!]);
+          agrees(received(Buffer.concat([bytes.subarray(0, j), byte, bytes.subarray(j + 1)])), mapping, at);
         },
       ),
       { numRuns: 1500 },
     );
+  });
+
+  it('reads pages in UTF-8 of every length, bytes that are not UTF-8 and other charsets as the full way reads their text', () => {
+    // Bytes UTF-8 refuses: a continuation alone, a lead without its continuations, an overlong form, a surrogate,
+    // past U+10FFFF, a byte never used.
+    const invalid = fc.constantFrom(
+      [0x80],
+      [0xc3],
+      [0xe6, 0x97],
+      [0xf0, 0x9f, 0x98],
+      [0xc0, 0xaf],
+      [0xed, 0xa0, 0x80],
+      [0xf4, 0x90, 0x80, 0x80],
+      [0xff],
+    );
+    let taken = 0;
+    let runs = 0;
+    fc.assert(
+      fc.property(
+        fc.oneof(documentedPage('platform_post_id'), page),
+        style,
+        fc.constantFrom('utf-8', 'bom', 'invalid', 'windows-1252', 'utf-16le'),
+        invalid,
+        fc.nat(),
+        (value, how, encoding, bad, at) => {
+          const text = write(value, how);
+          const utf8 = Buffer.from(text, 'utf8');
+          let body: Received;
+          if (encoding === 'bom') body = received(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), utf8]));
+          else if (encoding === 'invalid') {
+            // Within a string where there is one, so that the page stays JSON.
+            const quotes = [...utf8.keys()].filter((k) => utf8[k] === 0x22);
+            const k = quotes.length > 0 ? quotes[at % quotes.length]! + 1 : at % (utf8.length + 1);
+            body = received(Buffer.concat([utf8.subarray(0, k), Buffer.from(bad), utf8.subarray(k)]));
+          } else if (encoding === 'windows-1252') {
+            body = received(Buffer.from(text, 'latin1'), encoding);
+          } else if (encoding === 'utf-16le') body = received(Buffer.from(text, 'utf16le'), encoding);
+          else body = received(utf8);
+          runs++;
+          if (agrees(body, mappingOf('platform_post_id', undefined), at)) taken++;
+        },
+      ),
+      { numRuns: 800 },
+    );
+    // Most of these pages are taken: the comparison is not an empty one.
+    expect(taken).toBeGreaterThan(runs / 4);
   });
 
   it('takes a wide page with hostile names, long decimals, a nested document and segments', () => {
@@ -231,7 +314,10 @@ describe('decodePage against the full way (differential)', () => {
       `"custom_segments":[{"name":"brand","value":"b${i}"},{"name":"brand","value":"b${i}"}]}`;
     const text = `{"status":"DONE","data":[${[1, 2, 3].map(record).join(',')}],"response_metadata":[{"next_page":null}]}`;
     expect(agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
-    const decoded = decodePage(text, { ...mappingOf('platform_post_id', undefined), page: 1 })!;
+    const decoded = decodePage(Buffer.from(text, 'utf8'), {
+      ...mappingOf('platform_post_id', undefined),
+      page: 1,
+    })!;
     const first = postsOf(decoded.posts)[0]!;
     expect(first.segments).toEqual([{ name: 'brand', value: 'b1' }]);
     // A null is no value on the tape: its column reads NULL.
@@ -242,6 +328,32 @@ describe('decodePage against the full way (differential)', () => {
       'roas',
       'big',
       'third_party_data',
+    ]);
+  });
+
+  it('reads keys and values in UTF-8 of 2, 3 and 4 bytes, as written and escaped, as the full way does', () => {
+    const record = (i: number) =>
+      `{"platform_post_id":${i},"café":"crème ${i}","caf\\u00e9s":"\\u00e9t\\u00e9","日本":"東京","😀":"🎉${i}",` +
+      `"mixed":"a\\u00e9b日😀\\ud83d\\ude00\\n","doc":{"ключ":["значение","😀"]},` +
+      `"custom_segments":[{"name":"région","value":"Île-de-France"},{"name":"😀","value":"\\u65e5"}]}`;
+    const text = `{"status":"DONE","data":[${[1, 2].map(record).join(',')}],"response_metadata":[{"next_page":"päge-2-😀"}]}`;
+    expect(agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
+    const decoded = decodePage(Buffer.from(text, 'utf8'), {
+      ...mappingOf('platform_post_id', undefined),
+      page: 1,
+    })!;
+    expect(decoded.nextPage).toBe('päge-2-😀');
+    const [first] = postsOf(decoded.posts);
+    expect(first!.fields).toMatchObject({
+      café: 'crème 1',
+      cafés: 'été',
+      日本: '東京',
+      '😀': '🎉1',
+      mixed: 'aéb日😀😀\n',
+    });
+    expect(first!.segments).toEqual([
+      { name: 'région', value: 'Île-de-France' },
+      { name: '😀', value: '日' },
     ]);
   });
 
@@ -314,11 +426,18 @@ describe('decodePage against the full way (differential)', () => {
       pageOf('1'),
       `${pageOf('{"id":1}')}x`,
       '{"status":"DONE","data":[],"response_metadata":[{"next_page":""}]}',
+      `\ufeff${pageOf('{"id":1}')}`,
     ]) {
-      expect(decodePage(text, mapping), text).toBeNull();
+      expect(decodePage(Buffer.from(text, 'utf8'), mapping), text).toBeNull();
     }
+    // Bytes that are not UTF-8 are the client's to replace: the decoder never copies them.
+    const good = Buffer.from(pageOf('{"id":1,"a":"é"}'), 'utf8');
+    expect(decodePage(good, mapping)).not.toBeNull();
+    const at = good.indexOf(0xc3);
+    expect(decodePage(Buffer.concat([good.subarray(0, at), good.subarray(at + 1)]), mapping)).toBeNull();
     // A status is handed back as sent: the caller decides what a page that is not DONE is.
-    expect(decodePage(pageOf('{"id":1}', '"IN_PROGRESS"'), mapping)?.status).toBe('IN_PROGRESS');
-    expect(decodePage(pageOf('{"id":1}', '5'), mapping)?.status).toBeUndefined();
+    const utf8 = (text: string) => Buffer.from(text, 'utf8');
+    expect(decodePage(utf8(pageOf('{"id":1}', '"IN_PROGRESS"')), mapping)?.status).toBe('IN_PROGRESS');
+    expect(decodePage(utf8(pageOf('{"id":1}', '5')), mapping)?.status).toBeUndefined();
   });
 });
