@@ -8,7 +8,7 @@ import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { retryAfterMs } from './retry-after.js';
 import { backoffMs, isRetryable } from './retry-policy.js';
-import { asBuffer, utf16Length, withoutBom } from './utf8.js';
+import { asBuffer, withoutBom } from './utf8.js';
 
 /** What a retry listener learns about each retry before it waits. */
 export interface RetryEvent {
@@ -35,7 +35,7 @@ export interface RequestOptions {
  * text is made only when asked (and then once).
  */
 export interface DeferredJson {
-  /** The size of the body as received (decoded text length in UTF-16 units). */
+  /** The size of the body as received, in bytes. */
   readonly bytes: number;
   /** The body as received. */
   readonly text: string;
@@ -55,7 +55,7 @@ interface RawResponse {
   /** Made from `utf8` when not made yet. */
   text: string | undefined;
   readonly utf8: Buffer | undefined;
-  /** The text's length in UTF-16 units. */
+  /** The body's size as received, in bytes. */
   readonly length: number;
 }
 
@@ -177,6 +177,7 @@ export class ApiClient {
     let text: string | undefined;
     let utf8: Buffer | undefined;
     let status: number;
+    let length: number;
     let response: Response;
     try {
       response = await fetch(url, {
@@ -189,6 +190,7 @@ export class ApiClient {
       });
       status = response.status;
       const bytes = await this.readBody(response, endpoint);
+      length = bytes.byteLength;
       const contentType = response.headers.get('content-type');
       // An error answer is read for its message: as text.
       if (asBytes && status >= 200 && status <= 299) utf8 = this.validUtf8(bytes, contentType);
@@ -198,7 +200,6 @@ export class ApiClient {
       if (signal?.aborted) throw aborted(endpoint, signal);
       throw this.transportError(error, endpoint, attempt, timeout.aborted);
     }
-    const length = text?.length ?? utf16Length(utf8!);
     this.#logger.debug(
       { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: length },
       'response',

@@ -17,7 +17,7 @@ export interface ReportPage {
   token: string | null;
   nextPage: string | null;
   posts: PagePosts;
-  /** Size of the response text (in UTF-16 units). */
+  /** Size of the response as received, in bytes. */
   bytes: number;
 }
 
@@ -45,7 +45,7 @@ export function reportPath(reportId: string): string {
 
 /** A report response (or one of its pages) downloaded: its size and bytes now, its body when asked. */
 export interface FetchedReport {
-  /** Size of the response text (in UTF-16 units). */
+  /** Size of the response as received, in bytes. */
   readonly bytes: number;
   /** The UTF-8 of the response text (see DeferredJson). */
   readonly utf8: Buffer;

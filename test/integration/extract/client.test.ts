@@ -200,7 +200,7 @@ describe('ApiClient: a body as bytes', () => {
         }
         const text = new TextDecoder(label).decode(body);
         expect(deferred.text, name).toBe(text);
-        expect(deferred.bytes, name).toBe(text.length);
+        expect(deferred.bytes, name).toBe(body.length);
         expect(deferred.utf8.equals(utf8(text)), name).toBe(true);
         let late: unknown;
         try {
