@@ -82,6 +82,13 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
 
 type TransactionBody<T> = (client: pg.PoolClient) => Promise<T>;
 
+/** How withTransaction runs: its abort signal, and what opens the transaction. */
+export interface TransactionOptions {
+  readonly signal?: AbortSignal | undefined;
+  /** The statements that open it (default BEGIN): BEGIN and its SET LOCALs in one round trip. */
+  readonly begin?: string;
+}
+
 /**
  * Runs `fn` inside BEGIN/COMMIT on one pooled connection. On any error the transaction is rolled back; a
  * connection that cannot even roll back (killed, protocol broken by an aborted COPY) is destroyed, not reused.
@@ -91,9 +98,11 @@ type TransactionBody<T> = (client: pg.PoolClient) => Promise<T>;
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
-  signal: AbortSignal | undefined,
+  options: AbortSignal | TransactionOptions | undefined,
   fn: TransactionBody<T>,
 ): Promise<T> {
+  const { signal, begin = 'BEGIN' } =
+    options === undefined || options instanceof AbortSignal ? { signal: options } : options;
   if (signal?.aborted) throw abortError(signal, signal.reason);
   const client = await pool.connect();
   // A connection killed while checked out emits 'error' on the client; without a listener that would crash.
@@ -107,7 +116,7 @@ export async function withTransaction<T>(
   const canceller = signal ? new StatementCanceller(pool, client, signal) : undefined;
   let broken: Error | boolean | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     let result: T;
     try {
       result = await fn(client);

@@ -203,6 +203,35 @@ export function readProgress(schema: string): string {
            WHERE window_start = $1 AND window_end = $2 FOR UPDATE`;
 }
 
+/**
+ * readProgress with the columns of the window's posts stage ($3 the schema), as [name, SQL type] pairs: a page's
+ * transaction reads both in one round trip. While a page is staged, the next one is decoded on the same thread,
+ * and each round trip of the page's transaction waits for that work to yield.
+ */
+export function readProgressForPage(schema: string): string {
+  return `SELECT report_id, pages_staged, next_page, rows_staged::text AS rows_staged, stage_posts, stage_segments,
+                 (SELECT coalesce(json_agg(json_build_array(a.attname::text, format_type(a.atttypid, a.atttypmod))
+                                           ORDER BY a.attnum), '[]')
+                    FROM pg_attribute a
+                   WHERE a.attrelid = to_regclass(format('%I.%I', $3::text, p.stage_posts))
+                     AND a.attnum > 0 AND NOT a.attisdropped) AS stage_columns
+            FROM ${qualified(schema, 'stage_progress')} p
+           WHERE window_start = $1 AND window_end = $2 FOR UPDATE OF p`;
+}
+
+/**
+ * $1 start, $2 end, $3 pages staged, $4 next page token, $5 the page's rows: a staged page's progress, in
+ * stage_progress and in report_windows, in one statement.
+ */
+export function advancePage(schema: string): string {
+  return `WITH advanced AS (
+            UPDATE ${qualified(schema, 'stage_progress')}
+               SET pages_staged = $3, next_page = $4, rows_staged = rows_staged + $5, updated_at = now()
+             WHERE window_start = $1 AND window_end = $2)
+          UPDATE ${qualified(schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
+           WHERE window_start = $1 AND window_end = $2`;
+}
+
 /** $1 start, $2 end, $3 report id, $4 stage posts, $5 stage segments. */
 export function resetProgress(schema: string): string {
   return `INSERT INTO ${qualified(schema, 'stage_progress')}
@@ -214,12 +243,6 @@ export function resetProgress(schema: string): string {
 }
 
 /** $1 start, $2 end, $3 pages staged, $4 next page, $5 rows added. */
-export function advanceProgress(schema: string): string {
-  return `UPDATE ${qualified(schema, 'stage_progress')}
-             SET pages_staged = $3, next_page = $4, rows_staged = rows_staged + $5, updated_at = now()
-           WHERE window_start = $1 AND window_end = $2`;
-}
-
 export function deleteProgress(schema: string): string {
   return `DELETE FROM ${qualified(schema, 'stage_progress')} WHERE window_start = $1 AND window_end = $2`;
 }
@@ -371,7 +394,7 @@ export function attachRange(
  * A staged page needs no fsync of its own: with asynchronous commit a server crash can lose the last pages'
  * transactions, but always whole, so the stage and its progress row still agree, and those pages are read again.
  */
-export const stageAsynchronousCommit = 'SET LOCAL synchronous_commit = off';
+export const beginStagingPage = 'BEGIN; SET LOCAL synchronous_commit = off';
 
 // ---- column retype ----------------------------------------------------------------------------------------
 

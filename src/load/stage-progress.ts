@@ -38,6 +38,22 @@ export async function lockProgress(
   return found.rows[0];
 }
 
+/** lockProgress, with the columns of the window's posts stage and their SQL types (readProgressForPage). */
+export async function lockProgressForPage(
+  client: pg.PoolClient,
+  schema: string,
+  window: Window,
+): Promise<{ row: ProgressRow; stageColumns: Map<string, string> } | undefined> {
+  const found = await client.query<ProgressRow & { stage_columns: [string, string][] }>(
+    queries.readProgressForPage(schema),
+    [window.start, window.end, schema],
+  );
+  const row = found.rows[0];
+  if (row === undefined) return undefined;
+  const { stage_columns, ...progress } = row;
+  return { row: progress, stageColumns: new Map(stage_columns) };
+}
+
 export function toProgress(row: ProgressRow): StageProgress {
   return {
     reportId: row.report_id,

@@ -20,8 +20,8 @@ import { evolvePosts, type PagePlan, planPage, type Registry, readRegistry } fro
 import {
   alignColumns,
   checkWindow,
-  columnsOf,
   lockProgress,
+  lockProgressForPage,
   type ProgressRow,
   type StageProgress,
   stageNames,
@@ -250,11 +250,10 @@ export async function writePage(
   try {
     signal?.throwIfAborted();
     const stage = () =>
-      withTransaction(context.pool, signal, async (client) => {
-        await client.query(queries.stageAsynchronousCommit);
-        const row = await lockProgress(client, context.target.schema, window);
-        if (!nextInLine(row, prepared)) return false;
-        await copyPage(client, context, row, prepared, signal);
+      withTransaction(context.pool, { signal, begin: queries.beginStagingPage }, async (client) => {
+        const found = await lockProgressForPage(client, context.target.schema, window);
+        if (!nextInLine(found?.row, prepared)) return false;
+        await copyPage(client, context, found!.row, found!.stageColumns, prepared, signal);
         return true;
       });
     let staged: boolean;
@@ -326,13 +325,13 @@ async function copyPage(
   client: pg.PoolClient,
   context: LoadContext,
   row: ProgressRow,
+  have: ReadonlyMap<string, string>,
   prepared: PreparedPage,
   signal?: AbortSignal,
 ): Promise<void> {
   const { schema, postIdField } = context.target;
   const { window, index, columns } = prepared;
   // The stage's columns follow posts: added when a page first needs them, retyped when posts widened.
-  const have = await columnsOf(client, schema, row.stage_posts);
   const want = columns.map((column, i) => [column.column, prepared.stageTypes[i]!] as const);
   await alignColumns(client, schema, row.stage_posts, have, want);
   const names = columns.map((c) => c.column);
@@ -348,14 +347,13 @@ async function copyPage(
     prepared.segments,
     signal,
   );
-  await client.query(queries.advanceProgress(schema), [
+  await client.query(queries.advancePage(schema), [
     window.start,
     window.end,
     index + 1,
     prepared.nextPage,
     prepared.rows,
   ]);
-  await recordPagesStaged(client, schema, window, index + 1);
 }
 
 async function stageExists(client: pg.PoolClient, schema: string, row: ProgressRow): Promise<boolean> {
