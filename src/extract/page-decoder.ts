@@ -10,6 +10,7 @@
  * bytes, already COPY text.
  */
 import { isUtf8 } from 'node:buffer';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parseExactJson, stringifyExactJson } from '../api/exact-json.js';
 import { JsonStringReader } from '../api/json-string.js';
 import {
@@ -112,17 +113,26 @@ class Ints {
   }
 }
 
+/** Posts decoded between two turns of the event loop: a slice takes about a millisecond. */
+const POSTS_PER_SLICE = 128;
+
 /**
  * Decodes a report page in one pass from the UTF-8 of its text; null where the full way must read it (it is not
  * valid UTF-8 or not JSON, a key repeats, an id or the segments are not as documented, data holds more than a page
  * may, and so on).
  */
-export function decodePage(bytes: Buffer, context: MappingContext): DecodedPage | null {
+export async function decodePage(bytes: Buffer, context: MappingContext): Promise<DecodedPage | null> {
   // Strings are copied to COPY as their bytes: those must be UTF-8 (the client hands no other, and this costs
   // little next to the pass).
   if (!isUtf8(bytes)) return null;
   try {
-    return new PageDecoder(bytes, context).page();
+    const steps = new PageDecoder(bytes, context).page();
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
+      // The previous page's transaction goes on between slices: each of its round trips waits for one to end.
+      await nextTurn();
+    }
   } catch (error) {
     if (error === notTaken) return null;
     throw error;
@@ -183,7 +193,8 @@ class PageDecoder {
     this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(bytes.length / 24)));
   }
 
-  page(): DecodedPage {
+  /** Yields every POSTS_PER_SLICE posts, for pending I/O to be served meanwhile (decodePage). */
+  *page(): Generator<void, DecodedPage> {
     let status: string | undefined;
     let nextPage: string | null | undefined;
     let posts: number | undefined;
@@ -194,7 +205,7 @@ class PageDecoder {
         const name = this.#key().name;
         if (seen.has(name)) throw notTaken;
         seen.add(name);
-        if (name === 'data') posts = this.#posts();
+        if (name === 'data') posts = yield* this.#posts();
         else if (name === 'response_metadata') nextPage = this.#metadata();
         else if (name === 'status') {
           const at = this.#skipWhitespace();
@@ -245,7 +256,7 @@ class PageDecoder {
   }
 
   /** data: an array of at most a page's posts, each an object; returns how many. */
-  #posts(): number {
+  *#posts(): Generator<void, number> {
     let count = 0;
     this.#expect(OPEN_BRACKET);
     if (!this.#closes(CLOSE_BRACKET)) {
@@ -253,6 +264,7 @@ class PageDecoder {
         if (count === MAX_POSTS) throw notTaken;
         this.#post(count);
         count++;
+        if (count % POSTS_PER_SLICE === 0) yield;
       } while (this.#next(CLOSE_BRACKET));
     }
     this.#postValues[count] = this.#values.length / VALUE_STRIDE;

@@ -114,15 +114,15 @@ export interface ReportAnswer {
  * way: parsed, checked (toReportPage) and mapped. It is a page when its status is DONE, or, unless
  * `statusRequired`, when it has no status as a string at all (a page read with a token need not repeat it).
  */
-export function readAnswer(
+export async function readAnswer(
   fetched: FetchedReport,
   at: { readonly reportId: string; readonly index: number; readonly token: string | null },
   mapping: PostMapping,
   statusRequired: boolean,
-): ReportAnswer {
+): Promise<ReportAnswer> {
   const { reportId, index, token } = at;
   const isPage = (status: unknown) => status === DONE || (!statusRequired && typeof status !== 'string');
-  const decoded = decodePage(fetched.utf8, { ...mapping, page: index });
+  const decoded = await decodePage(fetched.utf8, { ...mapping, page: index });
   if (decoded !== null && isPage(decoded.status)) {
     checkNext(decoded.nextPage, token, reportId, index);
     const page = { index, token, nextPage: decoded.nextPage, posts: decoded.posts, bytes: fetched.bytes };
@@ -194,11 +194,11 @@ export async function* readPages(
 ): AsyncGenerator<ReportPage> {
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
-  const download = async (token: string | null, index: number): Promise<() => ReportPage> => {
+  const download = async (token: string | null, index: number): Promise<() => Promise<ReportPage>> => {
     const what = `page ${index}`;
     const fetched = await fetchReport(client, reportId, what, { token, signal });
-    return () => {
-      const answer = readAnswer(fetched, { reportId, index, token }, options.mapping, false);
+    return async () => {
+      const answer = await readAnswer(fetched, { reportId, index, token }, options.mapping, false);
       if (answer.page === null) {
         throw new DataError(
           'PAGE_MALFORMED',
@@ -208,7 +208,7 @@ export async function* readPages(
       return answer.page;
     };
   };
-  let pending: Promise<() => ReportPage> | null = null;
+  let pending: Promise<() => Promise<ReportPage>> | null = null;
   // Every token of the report read so far, with the page it fetched: next_page may lead back to any of them, and a
   // cycle would be followed until the disk is full.
   const seen = new Map<string, number>();
@@ -216,8 +216,8 @@ export async function* readPages(
     let current: ReportPage;
     if (options.first) current = options.first;
     else if (options.startToken !== undefined) {
-      current = (await download(options.startToken, (options.startIndex ?? 0) + 1))();
-    } else current = (await download(null, 1))();
+      current = await (await download(options.startToken, (options.startIndex ?? 0) + 1))();
+    } else current = await (await download(null, 1))();
     for (;;) {
       if (current.token !== null) seen.set(current.token, current.index);
       const next = current.nextPage;
@@ -238,7 +238,7 @@ export async function* readPages(
       }
       yield current;
       if (pending === null) return;
-      current = (await pending)();
+      current = await (await pending)();
       pending = null;
     }
   } catch (error) {

@@ -122,7 +122,7 @@ export async function waitForReport(
     polls += 1;
     // The status poll is the request for page 1: once the report is DONE, its answer is that page.
     const fetched = await fetchReport(client, reportId, 'page 1 (the status poll)', signal ? { signal } : {});
-    const { status, page } = readAnswer(fetched, { reportId, index: 1, token: null }, mapping, true);
+    const { status, page } = await readAnswer(fetched, { reportId, index: 1, token: null }, mapping, true);
     if (typeof status !== 'string') {
       throw new DataError(
         'PAGE_MALFORMED',

@@ -177,9 +177,9 @@ function columnSets(fields: readonly string[], planned: PagePlan | string, seed:
 }
 
 /** Checks a page the decoder takes against the full way; returns whether it took it. */
-function agrees(body: string | Received, mapping: PostMapping, seed = 0): boolean {
+async function agrees(body: string | Received, mapping: PostMapping, seed = 0): Promise<boolean> {
   const { text, utf8 } = typeof body === 'string' ? received(Buffer.from(body, 'utf8')) : body;
-  const decoded = decodePage(utf8, { ...mapping, page: 1 });
+  const decoded = await decodePage(utf8, { ...mapping, page: 1 });
   if (decoded === null) return false;
   const full = fullWay(text, mapping);
   expect(full, `the decoder took a page the full way refuses: ${JSON.stringify(text)}`).not.toBeNull();
@@ -216,51 +216,57 @@ const mappingOf = (idField: string, dropped: string | undefined): PostMapping =>
 });
 
 describe('decodePage against the full way (differential)', () => {
-  it('takes every page as documented, and reads it as the full way does', () => {
-    fc.assert(
-      fc.property(
+  it('takes every page as documented, and reads it as the full way does', async () => {
+    await fc.assert(
+      fc.asyncProperty(
         fc
           .constantFrom('platform_post_id', 'id', '"')
           .chain((idField) => fc.tuple(fc.constant(idField), documentedPage(idField))),
         selection,
         style,
-        ([idField, value], dropped, how) => {
+        async ([idField, value], dropped, how) => {
           const text = sendable(write(value, how));
-          expect(agrees(text, mappingOf(idField, dropped)), `not taken: ${JSON.stringify(text)}`).toBe(true);
+          expect(await agrees(text, mappingOf(idField, dropped)), `not taken: ${JSON.stringify(text)}`).toBe(
+            true,
+          );
         },
       ),
       { numRuns: 600 },
     );
   });
 
-  it('reads any page it takes as the full way does: random, hostile, cut short or changed', () => {
-    fc.assert(
-      fc.property(
+  it('reads any page it takes as the full way does: random, hostile, cut short or changed', async () => {
+    await fc.assert(
+      fc.asyncProperty(
         fc.oneof(page, documentedPage('platform_post_id'), tree),
         selection,
         style,
         fc.nat(),
         fc.constantFrom('', '"', '\\', '}', ']', ',', ':', '1', '.', 'e', '-', 'n', 'é', '日', '😀'),
-        (value, dropped, how, at, c) => {
+        async (value, dropped, how, at, c) => {
           const mapping = mappingOf('platform_post_id', dropped);
           const text = write(value, how);
-          agrees(text, mapping, at);
+          await agrees(text, mapping, at);
           const i = at % (text.length + 1);
-          agrees(text.slice(0, i), mapping, at);
-          agrees(text.slice(0, i) + c + text.slice(i + 1), mapping, at);
+          await agrees(text.slice(0, i), mapping, at);
+          await agrees(text.slice(0, i) + c + text.slice(i + 1), mapping, at);
           // Cut or changed within a character's bytes: not UTF-8 any more, read as the client reads it.
           const bytes = Buffer.from(text, 'utf8');
           const j = at % (bytes.length + 1);
-          agrees(received(bytes.subarray(0, j)), mapping, at);
+          await agrees(received(bytes.subarray(0, j)), mapping, at);
           const byte = Buffer.from([[0x80, 0xc3, 0xe6, 0xf0, 0xff][at % 5]!]);
-          agrees(received(Buffer.concat([bytes.subarray(0, j), byte, bytes.subarray(j + 1)])), mapping, at);
+          await agrees(
+            received(Buffer.concat([bytes.subarray(0, j), byte, bytes.subarray(j + 1)])),
+            mapping,
+            at,
+          );
         },
       ),
       { numRuns: 1500 },
     );
   });
 
-  it('reads pages in UTF-8 of every length, bytes that are not UTF-8 and other charsets as the full way reads their text', () => {
+  it('reads pages in UTF-8 of every length, bytes that are not UTF-8 and other charsets as the full way reads their text', async () => {
     // Bytes UTF-8 refuses: a continuation alone, a lead without its continuations, an overlong form, a surrogate,
     // past U+10FFFF, a byte never used.
     const invalid = fc.constantFrom(
@@ -275,14 +281,14 @@ describe('decodePage against the full way (differential)', () => {
     );
     let taken = 0;
     let runs = 0;
-    fc.assert(
-      fc.property(
+    await fc.assert(
+      fc.asyncProperty(
         fc.oneof(documentedPage('platform_post_id'), page),
         style,
         fc.constantFrom('utf-8', 'bom', 'invalid', 'windows-1252', 'utf-16le'),
         invalid,
         fc.nat(),
-        (value, how, encoding, bad, at) => {
+        async (value, how, encoding, bad, at) => {
           const text = write(value, how);
           const utf8 = Buffer.from(text, 'utf8');
           let body: Received;
@@ -297,7 +303,7 @@ describe('decodePage against the full way (differential)', () => {
           } else if (encoding === 'utf-16le') body = received(Buffer.from(text, 'utf16le'), encoding);
           else body = received(utf8);
           runs++;
-          if (agrees(body, mappingOf('platform_post_id', undefined), at)) taken++;
+          if (await agrees(body, mappingOf('platform_post_id', undefined), at)) taken++;
         },
       ),
       { numRuns: 800 },
@@ -306,18 +312,18 @@ describe('decodePage against the full way (differential)', () => {
     expect(taken).toBeGreaterThan(runs / 4);
   });
 
-  it('takes a wide page with hostile names, long decimals, a nested document and segments', () => {
+  it('takes a wide page with hostile names, long decimals, a nested document and segments', async () => {
     const record = (i: number) =>
       `{"platform_post_id":${9_000_000_000_000_000 + i},"a \\"quoted\\" name":"x","caf\\u00e9":1.50,` +
       `"Back\\\\slash":true,"roas":123456789.123456789012345678e-3,"big":92233720368547758070,` +
       `"third_party_data":{"vendor":"v","score":0.1,"tags":["a","b"]},"nothing":null,` +
       `"custom_segments":[{"name":"brand","value":"b${i}"},{"name":"brand","value":"b${i}"}]}`;
     const text = `{"status":"DONE","data":[${[1, 2, 3].map(record).join(',')}],"response_metadata":[{"next_page":null}]}`;
-    expect(agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
-    const decoded = decodePage(Buffer.from(text, 'utf8'), {
+    expect(await agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
+    const decoded = (await decodePage(Buffer.from(text, 'utf8'), {
       ...mappingOf('platform_post_id', undefined),
       page: 1,
-    })!;
+    }))!;
     const first = postsOf(decoded.posts)[0]!;
     expect(first.segments).toEqual([{ name: 'brand', value: 'b1' }]);
     // A null is no value on the tape: its column reads NULL.
@@ -331,17 +337,17 @@ describe('decodePage against the full way (differential)', () => {
     ]);
   });
 
-  it('reads keys and values in UTF-8 of 2, 3 and 4 bytes, as written and escaped, as the full way does', () => {
+  it('reads keys and values in UTF-8 of 2, 3 and 4 bytes, as written and escaped, as the full way does', async () => {
     const record = (i: number) =>
       `{"platform_post_id":${i},"café":"crème ${i}","caf\\u00e9s":"\\u00e9t\\u00e9","日本":"東京","😀":"🎉${i}",` +
       `"mixed":"a\\u00e9b日😀\\ud83d\\ude00\\n","doc":{"ключ":["значение","😀"]},` +
       `"custom_segments":[{"name":"région","value":"Île-de-France"},{"name":"😀","value":"\\u65e5"}]}`;
     const text = `{"status":"DONE","data":[${[1, 2].map(record).join(',')}],"response_metadata":[{"next_page":"päge-2-😀"}]}`;
-    expect(agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
-    const decoded = decodePage(Buffer.from(text, 'utf8'), {
+    expect(await agrees(text, mappingOf('platform_post_id', undefined))).toBe(true);
+    const decoded = (await decodePage(Buffer.from(text, 'utf8'), {
       ...mappingOf('platform_post_id', undefined),
       page: 1,
-    })!;
+    }))!;
     expect(decoded.nextPage).toBe('päge-2-😀');
     const [first] = postsOf(decoded.posts);
     expect(first!.fields).toMatchObject({
@@ -357,7 +363,7 @@ describe('decodePage against the full way (differential)', () => {
     ]);
   });
 
-  it('plans documented fields as the full way does: dates checked, mismatches named by post', () => {
+  it('plans documented fields as the full way does: dates checked, mismatches named by post', async () => {
     for (const values of [
       ['"2026-03-04"', '"2026-03-04"', 'null', '"2026-03-05"'],
       ['"2026-03-04"', '"2026-03-04"', '"2026-02-30"', '"x"'],
@@ -369,14 +375,14 @@ describe('decodePage against the full way (differential)', () => {
           `{"platform_post_id":${i + 1},"total_spend":${i % 2 === 0 ? '1.5' : '"x"'},"date_captured":${v}}`,
       );
       const text = `{"data":[${records.join(',')}],"response_metadata":[{"next_page":null}]}`;
-      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+      expect(await agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
       const dates = records.map((r) => r.replace(/"total_spend":[^,]*,/, ''));
       const only = `{"data":[${dates.join(',')}],"response_metadata":[{"next_page":null}]}`;
-      expect(agrees(only, mappingOf('platform_post_id', undefined)), only).toBe(true);
+      expect(await agrees(only, mappingOf('platform_post_id', undefined)), only).toBe(true);
     }
   });
 
-  it('writes documents with escapes as the full way does, whichever escapes JSON.stringify keeps', () => {
+  it('writes documents with escapes as the full way does, whichever escapes JSON.stringify keeps', async () => {
     for (const document of [
       '{"a":"x\\ny","b":["q\\"r","s\\\\t"],"c":"\\b\\f\\r\\t"}',
       '["\\\\u0000","\\\\ud800"]',
@@ -387,11 +393,11 @@ describe('decodePage against the full way (differential)', () => {
       '{"a\\nb":"x\\n"}',
     ]) {
       const text = `{"data":[{"platform_post_id":1,"d":${document}},{"platform_post_id":2,"d":"s"}],"response_metadata":[{"next_page":null}]}`;
-      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+      expect(await agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
     }
   });
 
-  it('writes segments repeated as decoded, or only once written, as the full way does, counts included', () => {
+  it('writes segments repeated as decoded, or only once written, as the full way does, counts included', async () => {
     const segment = (name: string, value: string) => `{"name":"${name}","value":"${value}"}`;
     const nul = segment('a\\u0000', 'x');
     const replaced = segment('a\uFFFD', 'x');
@@ -407,11 +413,11 @@ describe('decodePage against the full way (differential)', () => {
       [segment('c', 'v'), segment('c', 'v'), segment('c', 'w')],
     ]) {
       const text = `{"data":[{"platform_post_id":1,"custom_segments":[${list.join(',')}]}],"response_metadata":[{"next_page":null}]}`;
-      expect(agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
+      expect(await agrees(text, mappingOf('platform_post_id', undefined)), text).toBe(true);
     }
   });
 
-  it('leaves to the full way what it does not take: repeated keys, bad ids, bad segments, bad tokens', () => {
+  it('leaves to the full way what it does not take: repeated keys, bad ids, bad segments, bad tokens', async () => {
     const mapping = { ...mappingOf('id', undefined), page: 1 };
     const pageOf = (records: string, status = '"DONE"') =>
       `{"status":${status},"data":[${records}],"response_metadata":[{"next_page":null}]}`;
@@ -428,16 +434,20 @@ describe('decodePage against the full way (differential)', () => {
       '{"status":"DONE","data":[],"response_metadata":[{"next_page":""}]}',
       `\ufeff${pageOf('{"id":1}')}`,
     ]) {
-      expect(decodePage(Buffer.from(text, 'utf8'), mapping), text).toBeNull();
+      expect(await decodePage(Buffer.from(text, 'utf8'), mapping), text).toBeNull();
     }
     // Bytes that are not UTF-8 are the client's to replace: the decoder never copies them.
     const good = Buffer.from(pageOf('{"id":1,"a":"é"}'), 'utf8');
-    expect(decodePage(good, mapping)).not.toBeNull();
+    expect(await decodePage(good, mapping)).not.toBeNull();
     const at = good.indexOf(0xc3);
-    expect(decodePage(Buffer.concat([good.subarray(0, at), good.subarray(at + 1)]), mapping)).toBeNull();
+    expect(
+      await decodePage(Buffer.concat([good.subarray(0, at), good.subarray(at + 1)]), mapping),
+    ).toBeNull();
     // A status is handed back as sent: the caller decides what a page that is not DONE is.
     const utf8 = (text: string) => Buffer.from(text, 'utf8');
-    expect(decodePage(utf8(pageOf('{"id":1}', '"IN_PROGRESS"')), mapping)?.status).toBe('IN_PROGRESS');
-    expect(decodePage(utf8(pageOf('{"id":1}', '5')), mapping)?.status).toBeUndefined();
+    expect((await decodePage(utf8(pageOf('{"id":1}', '"IN_PROGRESS"')), mapping))?.status).toBe(
+      'IN_PROGRESS',
+    );
+    expect((await decodePage(utf8(pageOf('{"id":1}', '5')), mapping))?.status).toBeUndefined();
   });
 });
