@@ -224,7 +224,8 @@ export async function attachStages(
 
 /**
  * Adds to the stage the parent's columns it lacks (no rows to write: they are NULL); false when a column it has
- * is typed otherwise than the parent's, or missing from it.
+ * is typed otherwise than the parent's, or missing from it, or when one it lacks has a default (an operator's
+ * column: an insert through the parent would fill it) or is NOT NULL.
  */
 async function alignWithParent(
   client: Queryable,
@@ -239,7 +240,12 @@ async function alignWithParent(
   const missing = [...parents!]
     .filter(([name]) => !own!.has(name))
     .map(([column, type]) => ({ column, type }));
-  if (missing.length > 0) await client.query(queries.addColumns(schema, stage, missing));
+  if (missing.length === 0) return true;
+  const filled = await client.query<{ name: string }>(queries.columnsWithDefaults, [
+    qualified(schema, parent),
+  ]);
+  if (filled.rows.some((r) => missing.some((m) => m.column === r.name))) return false;
+  await client.query(queries.addColumns(schema, stage, missing));
   return true;
 }
 

@@ -160,6 +160,10 @@ export function keyedStageOpen(schema: string): string {
                             AND to_regclass(format('%I.%I', $3::text, stage_posts || '_key')) IS NOT NULL) AS open`;
 }
 
+/** $1 a qualified table: its columns that have a default or are NOT NULL. */
+export const columnsWithDefaults = `SELECT a.attname::text AS name FROM pg_attribute a
+  WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND (a.atthasdef OR a.attnotnull)`;
+
 /** $1 the qualified index: whether it exists. */
 export const indexExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
 

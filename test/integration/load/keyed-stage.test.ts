@@ -214,6 +214,24 @@ describe('a window that opens a period', () => {
     expect(segments.rows).toEqual([{ value: 'West' }]);
   });
 
+  it('whose posts gained a column with a default meanwhile gets it as an insert would, the default filled', async () => {
+    const w = { start: '2047-01-01', end: '2047-01-01' };
+    await stageAll(loader, w, 'o1', [[post(1, { brand: 'a' })]]);
+    await db.pool.query(`ALTER TABLE post_reports.posts ADD COLUMN operator_tag text DEFAULT 'tagged'`);
+    try {
+      expect((await loader.commitWindows([w])).rows).toBe(1);
+      expect(logged(ATTACHED, '2047')).toEqual([]);
+      expect(logged(FILLED, '2047')).toEqual(['2047-01-01..2047-01-01']);
+      const rows = await db.pool.query(
+        'SELECT brand, operator_tag FROM post_reports.posts WHERE _window_start = $1',
+        [w.start],
+      );
+      expect(rows.rows).toEqual([{ brand: 'a', operator_tag: 'tagged' }]);
+    } finally {
+      await db.pool.query('ALTER TABLE post_reports.posts DROP COLUMN operator_tag');
+    }
+  });
+
   it('goes in through the parents when an operator starts watching them while it is staged', async () => {
     const w = { start: '2045-01-01', end: '2045-01-01' };
     await stageAll(loader, w, 'w1', [[post(11, {}, [seg('Region', 'North')]), post(12)]]);
