@@ -108,9 +108,7 @@ export async function fillNewPartitions(
   fill: (parent: (typeof PARTITIONED_TABLES)[number], table: string) => Promise<void>,
 ): Promise<boolean> {
   const { suffix, from, to } = periodBounds(period, start);
-  const parents = PARTITIONED_TABLES.map((parent) => qualified(schema, parent));
-  const watched = await client.query<{ watched: boolean }>(queries.tablesWatched, [parents]);
-  if (watched.rows[0]?.watched) return false;
+  if (await watched(client, schema)) return false;
   await client.query(queries.savepoint('fill'));
   try {
     // Empty first: dates another period's partition holds fail the attach before any row is written.

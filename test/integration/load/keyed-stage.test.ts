@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { stageKeyIndex } from '../../../src/load/queries.js';
+import { stageNames } from '../../../src/load/stage-progress.js';
 import { ExactNumber } from '../../../src/model/post-record.js';
 import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -29,9 +31,8 @@ function logged(message: string, year: string): string[] {
 
 /** Whether the window's posts stage has its key, i.e. it was opened as a partition to be. */
 async function stageKeyed(window: Window): Promise<boolean> {
-  const name = `stage_${window.start.replaceAll('-', '')}_${window.end.replaceAll('-', '')}_posts_key`;
   const found = await db.pool.query<{ keyed: boolean }>('SELECT to_regclass($1) IS NOT NULL AS keyed', [
-    `post_reports.${name}`,
+    `post_reports.${stageKeyIndex(stageNames(window).posts)}`,
   ]);
   return found.rows[0]!.keyed;
 }
