@@ -6,6 +6,7 @@ import { ApiError, DataError } from '../errors.js';
 import { type Filters, filtersToRequest } from '../model/filters.js';
 import { isRecord, kind } from './json-shape.js';
 import { fetchReport, type PostMapping, type ReportPage, readAnswer, reportIdText } from './pager.js';
+import type { ReportReadiness } from './report-readiness.js';
 
 /** The report creation answer: its id (stored so that a restart resumes polling) and first status. */
 export interface CreatedReport {
@@ -99,12 +100,17 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** Called after every poll that found the report not ready. */
   onPoll?: (status: string, elapsedMs: number) => void;
+  /**
+   * For a report this run has just created: the run's readiness record and the moment of the creation's answer
+   * (performance.now()). Polls aim at the time the run's recent reports got DONE, and this one's is recorded.
+   */
+  readiness?: { readonly record: ReportReadiness; readonly createdAt: number };
 }
 
 /**
  * Polls GET /reports/posts/{id} until its status is DONE, every 10 % of the time waited so far (within poll.initialMs
- * and poll.maxMs), and
- * returns the DONE answer as the report's first page (so that page 1 is not downloaded twice).
+ * and poll.maxMs, and aimed at when the run's recent reports got DONE: options.readiness), and returns the DONE
+ * answer as the report's first page (so that page 1 is not downloaded twice).
  * A failure status → ApiError('REPORT_FAILED'); not DONE by poll.deadlineMs → ApiError('REPORT_DEADLINE');
  * 400/404/410 → ApiError('REPORT_GONE').
  */
@@ -115,11 +121,12 @@ export async function waitForReport(
   mapping: PostMapping,
   options: WaitOptions = {},
 ): Promise<ReportPage> {
-  const { signal } = options;
+  const { signal, readiness } = options;
   const started = performance.now();
   let polls = 0;
   for (;;) {
     polls += 1;
+    const sentAt = performance.now();
     // The status poll is the request for page 1: once the report is DONE, its answer is that page.
     const fetched = await fetchReport(client, reportId, 'page 1 (the status poll)', signal ? { signal } : {});
     const { status, page } = await readAnswer(fetched, { reportId, index: 1, token: null }, mapping, true);
@@ -129,7 +136,11 @@ export async function waitForReport(
         `report ${reportId}: the status is ${kind(status)}, not a string`,
       );
     }
-    if (page !== null) return page;
+    if (page !== null) {
+      // DONE at the first poll says nothing of how long reports take.
+      if (readiness !== undefined && polls > 1) readiness.record.observe(sentAt - readiness.createdAt);
+      return page;
+    }
     if (isFailureStatus(status)) {
       throw new ApiError('REPORT_FAILED', `report ${reportId} ended with status ${status}`);
     }
@@ -143,7 +154,10 @@ export async function waitForReport(
       );
     }
     // The last wait ends at the deadline for a final poll.
-    const wait = Math.min(remaining, pollDelayMs(elapsed, poll));
+    const sinceCreated = readiness === undefined ? 0 : performance.now() - readiness.createdAt;
+    const aim = readiness?.record.nextAimMs(sinceCreated);
+    const aimIn = aim === undefined ? undefined : aim - sinceCreated;
+    const wait = Math.min(remaining, pollDelayMs(elapsed, poll, aimIn));
     try {
       await sleep(wait, undefined, signal ? { signal } : undefined);
     } catch (error) {

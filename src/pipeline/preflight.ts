@@ -20,8 +20,12 @@ export async function preflight(
   schema: string,
   signal?: AbortSignal,
 ): Promise<Dimensions> {
+  // The two halves ask different servers, so they run side by side; the API's answer is awaited first, so that its
+  // failure is the one reported, as soon as it comes.
+  const server = checkServer(pool, schema);
+  server.catch(() => {});
   const dimensions = await fetchDimensions(api, signal);
-  await checkServer(pool, schema);
+  await server;
   return dimensions;
 }
 

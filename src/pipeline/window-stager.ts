@@ -3,6 +3,7 @@ import { backoffMs, isRetryable } from '../api/retry-policy.js';
 import { EtlError, isConnectionLoss, oneLine } from '../errors.js';
 import { type PostMapping, type ReportPage, readPages } from '../extract/pager.js';
 import { createReport, waitForReport } from '../extract/report.js';
+import { ReportReadiness } from '../extract/report-readiness.js';
 import { waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
 import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
@@ -33,6 +34,8 @@ export class WindowStager {
   /** The windows whose first attempt began: a stopped run leaves the others as they were, not interrupted. */
   readonly #started = new Set<string>();
   readonly #attempts: AttemptContext;
+  /** How long the run's new reports took to get DONE: the polls of the next ones aim there. */
+  readonly #readiness = new ReportReadiness();
 
   constructor(run: ActiveRun) {
     this.#run = run;
@@ -136,12 +139,19 @@ export class WindowStager {
       if (inProgress !== null) return await this.#resume(window, inProgress, watchdog, log);
       watchdog.waitingFor('the report to be created');
       const created = await createReport(api, window, filters, watchdog.signal);
+      const createdAt = performance.now();
       this.#run.counters.reportCreated();
       const report = await attempt.received(created.id);
       log.info({ reportId: report.reportId, madeAt: report.madeAt, reused: !report.first }, 'report created');
-      const mapping = this.#mapping(window);
-      const first = await this.#waitFor(report.reportId, mapping, watchdog);
+      // The stage is made while the report is generated, not after it is DONE.
       await loader.openWindow(window, report.reportId, watchdog.signal);
+      const mapping = this.#mapping(window);
+      const first = await this.#waitFor(
+        report.reportId,
+        mapping,
+        watchdog,
+        report.first ? createdAt : undefined,
+      );
       const pages = readPages(api, report.reportId, { mapping, first, signal: watchdog.signal });
       return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
@@ -188,11 +198,18 @@ export class WindowStager {
     };
   }
 
-  #waitFor(reportId: string, mapping: PostMapping, watchdog: Watchdog): Promise<ReportPage> {
+  /** `createdAt`: when this run created the report (performance.now()); undefined for one made before. */
+  #waitFor(
+    reportId: string,
+    mapping: PostMapping,
+    watchdog: Watchdog,
+    createdAt?: number,
+  ): Promise<ReportPage> {
     watchdog.waitingFor(`report ${reportId} to be DONE`);
     return waitForReport(this.#run.api, reportId, this.#run.config.api.poll, mapping, {
       signal: watchdog.signal,
       onPoll: () => watchdog.progress(),
+      ...(createdAt === undefined ? {} : { readiness: { record: this.#readiness, createdAt } }),
     });
   }
 

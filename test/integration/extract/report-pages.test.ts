@@ -3,6 +3,7 @@ import { type ApiError, ConfigError, DataError } from '../../../src/errors.js';
 import { fetchDimensions, validateFilters } from '../../../src/extract/dimensions.js';
 import { readPages, reportPath, toReportPage } from '../../../src/extract/pager.js';
 import { createReport, waitForReport } from '../../../src/extract/report.js';
+import { ReportReadiness } from '../../../src/extract/report-readiness.js';
 import { postIds } from '../../../src/model/page-tape.js';
 import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { largeArrayBuffers, slicedParents } from '../../helpers/heap-snapshot.js';
@@ -119,6 +120,46 @@ describe('reports and pages against the simulator', () => {
         ),
       );
       expect(polls.length).toBeGreaterThan(1);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("records how long the run's new reports took, and aims the next one's polls there", async () => {
+    const slow = await startSimulator({ seed: 4, generationDelayMs: 300 });
+    try {
+      const day = (date: string) => ({ start: date, end: date });
+      // Polls 5-20 ms apart find the report DONE after a few: how long it took is recorded.
+      const quick = clientFor(slow);
+      const readiness = new ReportReadiness();
+      const learnt = await createReport(quick.client, day('2026-03-01'), {});
+      await waitForReport(quick.client, learnt.id, quick.config.poll, mapping(day('2026-03-01')), {
+        readiness: { record: readiness, createdAt: performance.now() },
+      });
+      const aim = readiness.nextAimMs(0);
+      expect(aim).toBeGreaterThan(0);
+      // The API hands the same report back, DONE at the first poll: that says nothing, and nothing is recorded.
+      const again = await createReport(quick.client, day('2026-03-01'), {});
+      await waitForReport(quick.client, again.id, quick.config.poll, mapping(day('2026-03-01')), {
+        readiness: { record: readiness, createdAt: performance.now() },
+      });
+      expect(readiness.nextAimMs(0)).toBe(aim);
+      // Polls ten minutes apart: the report, generated in 300 ms, is read by the poll aimed a second after its
+      // creation (the test's own timeout would end it long before the second poll of the usual schedule).
+      const patient = clientFor(slow, {
+        POST_REPORTS_POLL_INITIAL_MS: '600000',
+        POST_REPORTS_POLL_MAX_MS: '600000',
+      });
+      const aimed = new ReportReadiness();
+      aimed.observe(1000);
+      const { id } = await createReport(patient.client, day('2026-03-02'), {});
+      const polls: string[] = [];
+      const first = await waitForReport(patient.client, id, patient.config.poll, mapping(day('2026-03-02')), {
+        readiness: { record: aimed, createdAt: performance.now() },
+        onPoll: (status) => void polls.push(status),
+      });
+      expect(polls).toEqual(['IN_PROGRESS']);
+      expect(first.posts.length).toBeGreaterThan(0);
     } finally {
       await slow.close();
     }

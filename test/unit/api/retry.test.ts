@@ -83,4 +83,17 @@ describe('waits', () => {
       expect(pollDelayMs(10_000_000, poll)).toBeLessThanOrEqual(36_000);
     }
   });
+
+  it('poll at the aimed moment when it comes before the next poll, never closer than 20 ms, else as usual', () => {
+    const poll = { initialMs: 250, maxMs: 30_000 };
+    for (let i = 0; i < 100; i++) {
+      expect(pollDelayMs(100_000, poll, 1234.4)).toBe(1234);
+      expect(pollDelayMs(0, poll, 5)).toBe(20);
+      // An aim past the next poll, or already past, changes nothing.
+      expect(pollDelayMs(0, poll, 400)).toBeGreaterThanOrEqual(200);
+      expect(pollDelayMs(0, poll, 400)).toBeLessThanOrEqual(300);
+      expect(pollDelayMs(0, poll, -10)).toBeGreaterThanOrEqual(200);
+      expect(pollDelayMs(0, poll, 0)).toBeLessThanOrEqual(300);
+    }
+  });
 });
