@@ -5,16 +5,18 @@ import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
 import { createPool } from '../load/database.js';
-import { acquireRunLock, type LockHolder } from '../load/locks.js';
+import { acquireRunLock, type LockHolder, schemaLockScope } from '../load/locks.js';
 import { migrate } from '../load/migrate.js';
 import type { Logger } from '../logger.js';
 import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
+import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import { backfillRange } from '../pipeline/backfill.js';
 import { EXIT } from '../pipeline/exit-codes.js';
 import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
 import { describeReset, readResetPreview } from '../pipeline/reset-preview.js';
+import { runScope } from '../pipeline/run-context.js';
 import type { LoadedHistory } from '../pipeline/run-request.js';
 import { readSchemaStatus, type WindowStatus } from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
@@ -69,8 +71,8 @@ export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<num
           postIdField: config.api.postIdField,
           partitionPeriod: config.db.partitionPeriod,
         };
-        // Migrations change tables the runs are writing: the schema is taken alone, as a reset takes it.
-        const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+        // Migrations change tables the runs are writing: the schema is taken alone.
+        const lock = await acquireRunLock(pool, schemaLockScope(config.db.schema), config.db.lockWaitMs, {
           ...(signal ? { signal } : {}),
           alone: async () => 'migrate',
           onWait: (message) => logger.warn(message),
@@ -109,7 +111,7 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
     async () => {
       const { config, logger } = commandContext(flags, { db: true }, io.signal);
       const status = await withDatabase(config, logger, 1, (pool) =>
-        readSchemaStatus(pool, config.db.schema),
+        readSchemaStatus(pool, runScope(config)),
       );
       if (json) {
         io.stdout.write(`${JSON.stringify(status)}\n`);
@@ -123,7 +125,7 @@ export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<numb
           ? 'no run in progress'
           : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
       io.stdout.write(
-        `schema ${status.schema}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
+        `${status.organization === DEFAULT_ORGANIZATION ? `schema ${status.schema}` : `organization ${status.organization} of schema ${status.schema}`}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
       );
       for (const w of status.details) {
         const rows = w.rowCount === null ? '-' : String(w.rowCount);
@@ -178,11 +180,12 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
     const human = forPerson(io, args.json);
     await withDatabase(config, logger, 1, async (pool) => {
       if (args.reset) {
-        const reset = await readResetPreview(pool, config.db.schema);
+        const scope = runScope(config);
+        const reset = await readResetPreview(pool, scope);
         io.stdout.write(
           human
-            ? `${describeReset(config.db.schema, reset)}\n`
-            : `${JSON.stringify({ reset: { schema: config.db.schema, ...reset } })}\n`,
+            ? `${describeReset(scope, reset)}\n`
+            : `${JSON.stringify({ reset: { schema: scope.schema, organization: scope.org, ...reset } })}\n`,
         );
       }
       const windows = await planRun(pool, config, resolve, { reset: args.reset });

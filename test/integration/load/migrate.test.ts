@@ -17,6 +17,7 @@ const ALL = [
   '005_period_partitions.sql',
   '006_report_age.sql',
   '007_segment_value_hash_key.sql',
+  '008_organizations.sql',
 ];
 
 describe('migrate', () => {
