@@ -4,13 +4,20 @@ import type { Config, Flags } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { createPool } from '../load/database.js';
-import { acquireRunLock, type LockHolder, schemaLockScope } from '../load/locks.js';
-import { migrate } from '../load/migrate.js';
+import { createPool, withTransaction } from '../load/database.js';
+import {
+  acquireRunLock,
+  acquireRunLocks,
+  type LockHolder,
+  organizationLockScope,
+  schemaLockScope,
+} from '../load/locks.js';
+import { migrate, pendingMigrations } from '../load/migrate.js';
+import { renameOrganization } from '../load/organization-rename.js';
 import type { Logger } from '../logger.js';
 import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
-import { DEFAULT_ORGANIZATION } from '../model/organization.js';
+import { DEFAULT_ORGANIZATION, isOrganizationId, ORGANIZATION_ID_RULE } from '../model/organization.js';
 import { backfillRange } from '../pipeline/backfill.js';
 import { EXIT } from '../pipeline/exit-codes.js';
 import { planRun } from '../pipeline/plan.js';
@@ -101,6 +108,89 @@ export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<num
       });
     },
     forPerson(io, json) ? undefined : 'migrate',
+  );
+}
+
+/**
+ * `rename-organization`: moves an organization's rows and state to another id (a schema loaded before
+ * organizations holds everything under `default`), in one transaction, holding both organizations alone.
+ */
+export function renameOrganizationCommand(
+  io: Io,
+  flags: Flags,
+  args: { readonly from: string; readonly to: string; readonly json: boolean },
+): Promise<number> {
+  return guarded(
+    io,
+    async () => {
+      for (const [flag, id] of [
+        ['--from', args.from],
+        ['--to', args.to],
+      ] as const) {
+        if (!isOrganizationId(id)) {
+          throw new ConfigError(
+            'CONFIG_INVALID',
+            `${flag} must be ${ORGANIZATION_ID_RULE}, got ${JSON.stringify(id)}`,
+          );
+        }
+      }
+      const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
+      const schema = config.db.schema;
+      const from = { schema, org: args.from };
+      const target = {
+        schema,
+        postIdField: config.api.postIdField,
+        partitionPeriod: config.db.partitionPeriod,
+      };
+      // The schema's lock, then each organization's alone, in the order of their ids, as every process takes them.
+      const orgs = [args.from, args.to].sort();
+      await withDatabase(config, logger, 4, async (pool) => {
+        await checkServer(pool, schema);
+        const locks = await acquireRunLocks(pool, config.db.lockWaitMs, [
+          {
+            scope: schemaLockScope(schema),
+            options: {
+              ...(signal ? { signal } : {}),
+              alone: async (db) => ((await pendingMigrations(db, target)).length > 0 ? 'migrate' : null),
+              onWait: (message) => logger.warn(message),
+            },
+          },
+          ...orgs.map((org) => ({
+            scope: organizationLockScope({ schema, org }),
+            options: {
+              ...(signal ? { signal } : {}),
+              alone: async () => 'rename-organization',
+              onWait: (message: string) => logger.warn(message),
+            },
+          })),
+        ]);
+        try {
+          await migrate(pool, target, logger, signal);
+          const moved = await withTransaction(pool, signal, (client) =>
+            renameOrganization(client, from, args.to),
+          );
+          if (forPerson(io, args.json)) {
+            io.stdout.write(
+              `schema ${schema}: organization ${args.from} is now ${args.to}: ${plural(moved.windows, 'window')}, ${plural(moved.posts, 'post')}, ${plural(moved.partitions, 'partition')}\n`,
+            );
+            return;
+          }
+          printSummary(io, {
+            command: 'rename-organization',
+            version: VERSION,
+            status: 'succeeded',
+            exitCode: EXIT.ok,
+            schema,
+            from: args.from,
+            to: args.to,
+            ...moved,
+          });
+        } finally {
+          await locks.release();
+        }
+      });
+    },
+    forPerson(io, args.json) ? undefined : 'rename-organization',
   );
 }
 

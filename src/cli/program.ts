@@ -198,7 +198,7 @@ function demoCommandOf(io: Io): Command {
     });
 }
 
-/** migrate, status, plan and dimensions. */
+/** migrate, status, plan, dimensions and rename-organization. */
 function adminCommandsOf(io: Io): Command[] {
   const migrate = addSettingFlags(
     withExample(new Command('migrate'), 'migrate --schema post_reports')
@@ -270,7 +270,29 @@ function adminCommandsOf(io: Io): Command[] {
     });
   });
 
-  return [migrate, status, plan, dimensions];
+  const renameFlags = [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS] as const;
+  const renameOrganization = addSettingFlags(
+    withExample(
+      new Command('rename-organization'),
+      'rename-organization --from default --to acme --schema post_reports',
+    )
+      .description(
+        "Move an organization's rows and state to another id, in one transaction (a schema loaded before organizations holds them under default)",
+      )
+      .requiredOption('--from <id>', 'the organization whose rows and state move')
+      .requiredOption('--to <id>', 'the id they move to (one not in use)')
+      .addOption(jsonOption()),
+    renameFlags.filter((name) => name !== 'organization'),
+  ).action(async (options: Record<string, unknown>) => {
+    const { renameOrganizationCommand } = await import('./admin-commands.js');
+    process.exitCode = await renameOrganizationCommand(io, collectFlags(options, renameFlags), {
+      from: String(options.from),
+      to: String(options.to),
+      json: options.json === true,
+    });
+  });
+
+  return [migrate, status, plan, dimensions, renameOrganization];
 }
 
 function simulatorCommandOf(io: Io): Command {

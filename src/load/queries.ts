@@ -511,6 +511,14 @@ export function addPartitionCheck(schema: string, table: string, constraint: str
   return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_partition_check`)} CHECK (${constraint})`;
 }
 
+export function detachPartition(schema: string, parent: string, table: string): string {
+  return `ALTER TABLE ${qualified(schema, parent)} DETACH PARTITION ${qualified(schema, table)}`;
+}
+
+/** $1 the qualified table: the names of its indexes (a key's is its constraint's too). */
+export const indexesOf = `SELECT c.relname::text AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  WHERE i.indrelid = to_regclass($1) ORDER BY 1`;
+
 /** Attaches a table with the bounds the catalog gave its predecessor (`FOR VALUES …`, never input). */
 export function attachWithBound(schema: string, parent: string, table: string, bound: string): string {
   return `ALTER TABLE ${qualified(schema, parent)} ATTACH PARTITION ${qualified(schema, table)} ${bound}`;
