@@ -25,7 +25,12 @@ import { checkServer } from '../pipeline/preflight.js';
 import { describeReset, readResetPreview } from '../pipeline/reset-preview.js';
 import { runScope } from '../pipeline/run-context.js';
 import type { LoadedHistory } from '../pipeline/run-request.js';
-import { readSchemaStatus, type WindowStatus } from '../pipeline/schema-status.js';
+import {
+  readOrganizations,
+  readSchemaStatus,
+  type SchemaStatus,
+  type WindowStatus,
+} from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
 import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
@@ -194,42 +199,57 @@ export function renameOrganizationCommand(
   );
 }
 
-/** `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the run. */
-export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
+/**
+ * `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the runs; of
+ * the configured organization, or of each organization of the schema (`all`).
+ */
+export function statusCommand(io: Io, flags: Flags, json: boolean, all = false): Promise<number> {
   return guarded(
     io,
     async () => {
       const { config, logger } = commandContext(flags, { db: true }, io.signal);
-      const status = await withDatabase(config, logger, 1, (pool) =>
-        readSchemaStatus(pool, runScope(config)),
-      );
-      if (json) {
-        io.stdout.write(`${JSON.stringify(status)}\n`);
-        return;
-      }
-      const { windows: n, runs } = status;
-      const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
-      const open = status.details.filter(isOpen).length;
-      const running =
-        runs.length === 0
-          ? 'no run in progress'
-          : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
-      io.stdout.write(
-        `${status.organization === DEFAULT_ORGANIZATION ? `schema ${status.schema}` : `organization ${status.organization} of schema ${status.schema}`}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
-      );
-      for (const w of status.details) {
-        const rows = w.rowCount === null ? '-' : String(w.rowCount);
-        const error = w.lastError ? `  ${w.lastError}` : '';
-        const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
-        // An open window is loaded with what existed so far: the next run that covers it loads it again.
-        const standing = isOpen(w) ? `open (through ${w.loadedThrough})` : w.standing;
-        io.stdout.write(
-          `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
-        );
+      const statuses = await withDatabase(config, logger, 1, async (pool) => {
+        const scope = runScope(config);
+        if (!all) return [await readSchemaStatus(pool, scope)];
+        const orgs = await readOrganizations(pool, scope.schema);
+        const found: SchemaStatus[] = [];
+        for (const org of orgs) found.push(await readSchemaStatus(pool, { schema: scope.schema, org }));
+        return found;
+      });
+      for (const status of statuses) {
+        if (json) io.stdout.write(`${JSON.stringify(status)}\n`);
+        else writeStatus(io, status);
       }
     },
     json ? 'status' : undefined,
   );
+}
+
+function writeStatus(io: Io, status: SchemaStatus): void {
+  const { windows: n, runs } = status;
+  const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
+  const open = status.details.filter(isOpen).length;
+  const running =
+    runs.length === 0
+      ? 'no run in progress'
+      : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
+  const where =
+    status.organization === DEFAULT_ORGANIZATION
+      ? `schema ${status.schema}`
+      : `organization ${status.organization} of schema ${status.schema}`;
+  io.stdout.write(
+    `${where}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
+  );
+  for (const w of status.details) {
+    const rows = w.rowCount === null ? '-' : String(w.rowCount);
+    const error = w.lastError ? `  ${w.lastError}` : '';
+    const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
+    // An open window is loaded with what existed so far: the next run that covers it loads it again.
+    const standing = isOpen(w) ? `open (through ${w.loadedThrough})` : w.standing;
+    io.stdout.write(
+      `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
+    );
+  }
 }
 
 /** A loaded window whose dates were not over when it loaded. */

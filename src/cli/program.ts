@@ -217,6 +217,10 @@ function adminCommandsOf(io: Io): Command[] {
   const status = addSettingFlags(
     withExample(new Command('status'), 'status --schema post_reports')
       .description('Show windows loaded, failed and in progress, and the incremental cursor')
+      .option(
+        '--all-organizations',
+        'every organization of the schema, one after another (JSON: a line each)',
+      )
       .addOption(jsonOption()),
     [...DB_READ_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
@@ -225,6 +229,7 @@ function adminCommandsOf(io: Io): Command[] {
       io,
       collectFlags(options, [...DB_READ_FLAGS, ...COMMON_FLAGS]),
       options.json === true,
+      options.allOrganizations === true,
     );
   });
 

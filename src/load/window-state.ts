@@ -97,6 +97,15 @@ export async function schemaPostIdField(db: Queryable, schema: string): Promise<
   return rows[0]?.post_id_field ?? null;
 }
 
+/** The organizations with a target in the schema, by id (a schema from before migration 008: the default one). */
+export async function listOrganizations(db: Queryable, schema: string): Promise<string[]> {
+  const { rows } = await db.query<{ org: string }>(
+    `SELECT DISTINCT COALESCE(to_jsonb(w) ->> 'org', $1) AS org FROM ${qualified(schema, 'sync_state')} w ORDER BY 1`,
+    [DEFAULT_ORGANIZATION],
+  );
+  return rows.map((r) => r.org);
+}
+
 export async function writeTarget(
   db: Queryable,
   scope: Scope,

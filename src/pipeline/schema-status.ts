@@ -5,6 +5,7 @@ import { type LockHolder, organizationLockHolders, windowClaimHolders } from '..
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import type { Scope } from '../load/scope.js';
 import {
+  listOrganizations,
   listWindows,
   readTarget,
   type SyncState,
@@ -117,4 +118,20 @@ export async function readSchemaStatus(db: pg.Pool, scope: Scope): Promise<Schem
     posts: windows.reduce((n, w) => n + (w.rowCount ?? 0), 0),
     details,
   };
+}
+
+/** The organizations of a schema (those with a target), by id; none for a schema not set up yet. */
+export async function readOrganizations(db: pg.Pool, schema: string): Promise<string[]> {
+  if (!(await schemaExists(db, schema))) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `schema ${JSON.stringify(schema)} does not exist: check ${SETTINGS.schema.env} (${SETTINGS.schema.flag})`,
+    );
+  }
+  try {
+    return await listOrganizations(db, schema);
+  } catch (error) {
+    if (sqlState(error) === UNDEFINED_TABLE) return [];
+    throw error;
+  }
 }

@@ -99,5 +99,21 @@ describe('rename-organization', () => {
     );
     const after = await db.pool.query(`SELECT count(*)::int AS n FROM ${SCHEMA}.posts WHERE _org = 'acme'`);
     expect(after.rows).toEqual(before.rows);
+    // Each organization's status, one JSON line each.
+    const status = await runCli(
+      ['status', '--schema', SCHEMA, '--all-organizations', '--json'],
+      cliEnv(sim, db.url),
+    );
+    expect(status.code, status.stderr).toBe(0);
+    const lines = status.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (line) => JSON.parse(line) as { organization: string; windows: { loaded: number }; posts: number },
+      );
+    expect(lines.map((l) => [l.organization, l.windows.loaded, l.posts])).toEqual([
+      ['acme', 3, before.rows[0].n],
+      ['globex', 3, before.rows[0].n],
+    ]);
   });
 });
