@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { SETTINGS } from '../config.js';
+import { SETTINGS, type SettingName } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
 import { unsupportedNode, VERSION } from '../version.js';
@@ -200,18 +200,18 @@ function demoCommandOf(io: Io): Command {
 
 /** migrate, status, plan, dimensions and rename-organization. */
 function adminCommandsOf(io: Io): Command[] {
+  // Migrations and a rename are the schema's: no organization of its own.
+  const schemaFlags = [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS].filter(
+    (name): name is Exclude<SettingName, 'organization'> => name !== 'organization',
+  );
   const migrate = addSettingFlags(
     withExample(new Command('migrate'), 'migrate --schema post_reports')
       .description('Apply pending database migrations')
       .addOption(jsonOption()),
-    [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS],
+    schemaFlags,
   ).action(async (options: Record<string, unknown>) => {
     const { migrateCommand } = await import('./admin-commands.js');
-    process.exitCode = await migrateCommand(
-      io,
-      collectFlags(options, [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS]),
-      options.json === true,
-    );
+    process.exitCode = await migrateCommand(io, collectFlags(options, schemaFlags), options.json === true);
   });
 
   const status = addSettingFlags(
@@ -275,7 +275,6 @@ function adminCommandsOf(io: Io): Command[] {
     });
   });
 
-  const renameFlags = [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS] as const;
   const renameOrganization = addSettingFlags(
     withExample(
       new Command('rename-organization'),
@@ -287,10 +286,10 @@ function adminCommandsOf(io: Io): Command[] {
       .requiredOption('--from <id>', 'the organization whose rows and state move')
       .requiredOption('--to <id>', 'the id they move to (one not in use)')
       .addOption(jsonOption()),
-    renameFlags.filter((name) => name !== 'organization'),
+    schemaFlags,
   ).action(async (options: Record<string, unknown>) => {
     const { renameOrganizationCommand } = await import('./admin-commands.js');
-    process.exitCode = await renameOrganizationCommand(io, collectFlags(options, renameFlags), {
+    process.exitCode = await renameOrganizationCommand(io, collectFlags(options, schemaFlags), {
       from: String(options.from),
       to: String(options.to),
       json: options.json === true,
