@@ -304,8 +304,16 @@ function simulatorCommandOf(io: Io): Command {
     .description('Serve the Post Reporting API v4 simulator (for tests, benchmarks and demos)')
     .addOption(new Option('--port <n>', 'port (0: any free port)').default('8080'))
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
-    .addOption(new Option('--seed <n>', 'data seed').default('1'))
-    .addOption(new Option('--token <token>', 'the bearer token it accepts').default('sim-token'))
+    .addOption(
+      new Option('--seed <n>', 'data seed (with --organization: the seed of the faults)').default('1'),
+    )
+    .addOption(new Option('--token <token>', 'the bearer token it accepts (default: "sim-token")'))
+    .addOption(
+      new Option(
+        '--organization <token:seed>',
+        'serve an organization of its own under TOKEN, its data drawn from SEED (repeatable; instead of --token)',
+      ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    )
     .addOption(new Option('--posts-per-day <n>', 'posts dated each day').default('50'))
     .addOption(new Option('--generation-delay-ms <n>', 'how long a report stays IN_PROGRESS').default('0'))
     .addOption(new Option('--latency-ms <n>', 'latency added to every response').default('0'))
@@ -314,7 +322,7 @@ function simulatorCommandOf(io: Io): Command {
         String(DEFAULT_FAULTS.failReportShare),
       ),
     )
-    .action(async (options: Record<string, string>) => {
+    .action(async (options: Record<string, unknown>) => {
       const { simulatorCommand } = await import('./simulator-command.js');
       process.exitCode = await simulatorCommand(io, options);
     });
