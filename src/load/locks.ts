@@ -81,7 +81,7 @@ export interface RunLockScope {
   readonly gate: string;
   /** `schema "x"`, or `organization "acme" of schema "x"`. */
   readonly name: string;
-  /** `a migration`, `a reset`. */
+  /** `a migration`, `a reset or a rename`. */
   readonly holder: string;
 }
 
@@ -100,7 +100,7 @@ export function organizationLockScope(scope: Scope): RunLockScope {
     key: organizationLockKey(scope),
     gate: organizationQueueKey(scope),
     name: scopeName(scope),
-    holder: 'a reset',
+    holder: 'a reset or a rename',
   };
 }
 

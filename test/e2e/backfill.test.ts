@@ -105,7 +105,7 @@ describe('backfill (the built CLI against the simulator and PostgreSQL)', () => 
     const scope = { schema: 'twice', org: 'default' };
     for (const [key, holds] of [
       [runLockKey('twice'), 'a migration holds schema "twice" alone'],
-      [organizationLockKey(scope), 'a reset holds schema "twice" alone'],
+      [organizationLockKey(scope), 'a reset or a rename holds schema "twice" alone'],
     ] as const) {
       const holder = await db.pool.connect();
       try {
