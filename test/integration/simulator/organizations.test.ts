@@ -64,7 +64,7 @@ describe('a simulator serving several organizations, one token each', () => {
   });
 
   it('answers each token with the dimensions of its own organization', async () => {
-    const expected = {
+    const expected: Record<string, string> = {
       [A]: dimensionsBody(createOrganization(11)),
       [B]: dimensionsBody(createOrganization(12, TIERS)),
       [C]: dimensionsBody(createOrganization(108)),
@@ -132,7 +132,7 @@ describe('a simulator serving several organizations, one token each', () => {
     const params: ReportParams = { start_date: '2026-05-04', end_date: '2026-05-05' };
     const created = simulator.stats().reportsCreated;
     const createdByA = simulator.stats(A).reportsCreated;
-    const ids = [];
+    const ids: string[] = [];
     for (const token of [A, B, C]) ids.push((await createReport(as(token), params)).id);
     expect(new Set(ids).size).toBe(3);
     for (const [i, token] of [A, B, C].entries()) {

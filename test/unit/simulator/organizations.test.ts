@@ -94,7 +94,11 @@ describe('the organizations option', () => {
       { organizations: [{ token: 'a b', seed: 1 }] },
       /organizations\[0\]\.token must be printable ASCII without spaces, got "a b"/,
     ],
-    ['a fractional seed', { organizations: [{ token: 'a', seed: 1.5 }] }, /organizations\[0\]\.seed .* got 1\.5/],
+    [
+      'a fractional seed',
+      { organizations: [{ token: 'a', seed: 1.5 }] },
+      /organizations\[0\]\.seed .* got 1\.5/,
+    ],
     [
       'a negative postsPerDay',
       { organizations: [{ token: 'a', seed: 1, postsPerDay: -1 }] },
