@@ -50,11 +50,12 @@ async function buildHistory(pool: pg.Pool, schema: string, partitions: number, r
   const s = id(schema);
   await pool.query(`ALTER TABLE ${s}.posts ADD COLUMN total_spend bigint, ADD COLUMN caption text`);
   await withTransaction(pool, undefined, async (client) => {
-    for (let w = 0; w < partitions; w++) await ensurePartitions(client, schema, 'month', day(w));
+    for (let w = 0; w < partitions; w++)
+      await ensurePartitions(client, { schema, org: 'default' }, 'month', day(w));
   });
   await pool.query(
-    `INSERT INTO ${s}.posts (platform_post_id, _window_start, _window_end, _report_id, total_spend, caption)
-     SELECT 17000000000000000 + g, $1::date + 7 * (g % $2), $1::date + 7 * (g % $2) + 6, 'bench', g % 50000,
+    `INSERT INTO ${s}.posts (_org, platform_post_id, _window_start, _window_end, _report_id, total_spend, caption)
+     SELECT 'default', 17000000000000000 + g, $1::date + 7 * (g % $2), $1::date + 7 * (g % $2) + 6, 'bench', g % 50000,
             'a caption of some length, as posts have ' || g
        FROM generate_series(0, $3 - 1) AS g`,
     [day(0), partitions, rows],

@@ -11,6 +11,7 @@ import {
   type Filters,
   type SegmentFilter,
 } from './model/filters.js';
+import { isOrganizationId, ORGANIZATION_ID_RULE } from './model/organization.js';
 import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './model/partition-period.js';
 import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
 import { Secret } from './secret.js';
@@ -40,6 +41,8 @@ export interface ApiConfig {
 export interface DbConfig {
   readonly url: Secret;
   readonly schema: string;
+  /** The organization whose rows and run state this run works on: its key in every row and state table. */
+  readonly organization: string;
   /** The period of the partitions created for new dates (those loaded keep theirs). */
   readonly partitionPeriod: PartitionPeriod;
   readonly statementTimeoutMs: number;
@@ -193,6 +196,13 @@ export const SETTINGS = {
     placeholder: '<name>',
     default: 'post_reports',
     description: 'Schema holding all tables',
+  },
+  organization: {
+    env: 'POST_REPORTS_ORGANIZATION',
+    flag: '--organization',
+    placeholder: '<id>',
+    default: 'default',
+    description: "Organization whose rows and state the run works on (the token's), one schema holding many",
   },
   partitionPeriod: {
     env: 'POST_REPORTS_PARTITION_PERIOD',
@@ -571,6 +581,14 @@ function identifier(name: SettingName, env: RawSettings, flags: Flags, problems:
   return text;
 }
 
+function organization(env: RawSettings, flags: Flags, problems: Problems): string {
+  const text = raw('organization', env, flags) ?? '';
+  if (!isOrganizationId(text)) {
+    problems.add(`${where('organization')} must be ${ORGANIZATION_ID_RULE}, got ${JSON.stringify(text)}`);
+  }
+  return text;
+}
+
 function partitionPeriod(env: RawSettings, flags: Flags, problems: Problems): PartitionPeriod {
   const text = raw('partitionPeriod', env, flags) ?? '';
   if (isPartitionPeriod(text)) return text;
@@ -758,6 +776,7 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
   return {
     url: new Secret(url ?? ''),
     schema: identifier('schema', env, flags, problems),
+    organization: organization(env, flags, problems),
     partitionPeriod: partitionPeriod(env, flags, problems),
     statementTimeoutMs: integer('statementTimeoutMs', env, flags, problems, 0, 86_400_000),
     lockWaitMs: integer('lockWaitMs', env, flags, problems, 0, 86_400_000),

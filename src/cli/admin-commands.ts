@@ -4,19 +4,33 @@ import type { Config, Flags } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { createPool } from '../load/database.js';
-import { acquireRunLock, type LockHolder } from '../load/locks.js';
-import { migrate } from '../load/migrate.js';
+import { createPool, withTransaction } from '../load/database.js';
+import {
+  acquireRunLock,
+  acquireRunLocks,
+  type LockHolder,
+  organizationLockScope,
+  schemaLockScope,
+} from '../load/locks.js';
+import { migrate, pendingMigrations } from '../load/migrate.js';
+import { renameOrganization } from '../load/organization-rename.js';
 import type { Logger } from '../logger.js';
 import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
+import { DEFAULT_ORGANIZATION, isOrganizationId, ORGANIZATION_ID_RULE } from '../model/organization.js';
 import { backfillRange } from '../pipeline/backfill.js';
 import { EXIT } from '../pipeline/exit-codes.js';
 import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
 import { describeReset, readResetPreview } from '../pipeline/reset-preview.js';
+import { runScope } from '../pipeline/run-context.js';
 import type { LoadedHistory } from '../pipeline/run-request.js';
-import { readSchemaStatus, type WindowStatus } from '../pipeline/schema-status.js';
+import {
+  readOrganizations,
+  readSchemaStatus,
+  type SchemaStatus,
+  type WindowStatus,
+} from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
 import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
@@ -69,8 +83,8 @@ export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<num
           postIdField: config.api.postIdField,
           partitionPeriod: config.db.partitionPeriod,
         };
-        // Migrations change tables the runs are writing: the schema is taken alone, as a reset takes it.
-        const lock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+        // Migrations change tables the runs are writing: the schema is taken alone.
+        const lock = await acquireRunLock(pool, schemaLockScope(config.db.schema), config.db.lockWaitMs, {
           ...(signal ? { signal } : {}),
           alone: async () => 'migrate',
           onWait: (message) => logger.warn(message),
@@ -102,42 +116,140 @@ export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<num
   );
 }
 
-/** `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the run. */
-export function statusCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
+/**
+ * `rename-organization`: moves an organization's rows and state to another id (a schema loaded before
+ * organizations holds everything under `default`), in one transaction, holding both organizations alone.
+ */
+export function renameOrganizationCommand(
+  io: Io,
+  flags: Flags,
+  args: { readonly from: string; readonly to: string; readonly json: boolean },
+): Promise<number> {
+  return guarded(
+    io,
+    async () => {
+      for (const [flag, id] of [
+        ['--from', args.from],
+        ['--to', args.to],
+      ] as const) {
+        if (!isOrganizationId(id)) {
+          throw new ConfigError(
+            'CONFIG_INVALID',
+            `${flag} must be ${ORGANIZATION_ID_RULE}, got ${JSON.stringify(id)}`,
+          );
+        }
+      }
+      const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
+      const schema = config.db.schema;
+      const from = { schema, org: args.from };
+      const target = {
+        schema,
+        postIdField: config.api.postIdField,
+        partitionPeriod: config.db.partitionPeriod,
+      };
+      // The schema's lock, then each organization's alone, in the order of their ids, as every process takes them.
+      const orgs = [args.from, args.to].sort();
+      await withDatabase(config, logger, 4, async (pool) => {
+        await checkServer(pool, schema);
+        const locks = await acquireRunLocks(pool, config.db.lockWaitMs, [
+          {
+            scope: schemaLockScope(schema),
+            options: {
+              ...(signal ? { signal } : {}),
+              alone: async (db) => ((await pendingMigrations(db, target)).length > 0 ? 'migrate' : null),
+              onWait: (message) => logger.warn(message),
+            },
+          },
+          ...orgs.map((org) => ({
+            scope: organizationLockScope({ schema, org }),
+            options: {
+              ...(signal ? { signal } : {}),
+              alone: async () => 'rename-organization',
+              onWait: (message: string) => logger.warn(message),
+            },
+          })),
+        ]);
+        try {
+          await migrate(pool, target, logger, signal);
+          const moved = await withTransaction(pool, signal, (client) =>
+            renameOrganization(client, from, args.to),
+          );
+          if (forPerson(io, args.json)) {
+            io.stdout.write(
+              `schema ${schema}: organization ${args.from} is now ${args.to}: ${plural(moved.windows, 'window')}, ${plural(moved.posts, 'post')}, ${plural(moved.partitions, 'partition')}\n`,
+            );
+            return;
+          }
+          printSummary(io, {
+            command: 'rename-organization',
+            version: VERSION,
+            status: 'succeeded',
+            exitCode: EXIT.ok,
+            schema,
+            from: args.from,
+            to: args.to,
+            ...moved,
+          });
+        } finally {
+          await locks.release();
+        }
+      });
+    },
+    forPerson(io, args.json) ? undefined : 'rename-organization',
+  );
+}
+
+/**
+ * `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the runs; of
+ * the configured organization, or of each organization of the schema (`all`).
+ */
+export function statusCommand(io: Io, flags: Flags, json: boolean, all = false): Promise<number> {
   return guarded(
     io,
     async () => {
       const { config, logger } = commandContext(flags, { db: true }, io.signal);
-      const status = await withDatabase(config, logger, 1, (pool) =>
-        readSchemaStatus(pool, config.db.schema),
-      );
-      if (json) {
-        io.stdout.write(`${JSON.stringify(status)}\n`);
-        return;
-      }
-      const { windows: n, runs } = status;
-      const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
-      const open = status.details.filter(isOpen).length;
-      const running =
-        runs.length === 0
-          ? 'no run in progress'
-          : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
-      io.stdout.write(
-        `schema ${status.schema}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
-      );
-      for (const w of status.details) {
-        const rows = w.rowCount === null ? '-' : String(w.rowCount);
-        const error = w.lastError ? `  ${w.lastError}` : '';
-        const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
-        // An open window is loaded with what existed so far: the next run that covers it loads it again.
-        const standing = isOpen(w) ? `open (through ${w.loadedThrough})` : w.standing;
-        io.stdout.write(
-          `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
-        );
+      const statuses = await withDatabase(config, logger, 1, async (pool) => {
+        const scope = runScope(config);
+        if (!all) return [await readSchemaStatus(pool, scope)];
+        const orgs = await readOrganizations(pool, scope.schema);
+        const found: SchemaStatus[] = [];
+        for (const org of orgs) found.push(await readSchemaStatus(pool, { schema: scope.schema, org }));
+        return found;
+      });
+      for (const status of statuses) {
+        if (json) io.stdout.write(`${JSON.stringify(status)}\n`);
+        else writeStatus(io, status);
       }
     },
     json ? 'status' : undefined,
   );
+}
+
+function writeStatus(io: Io, status: SchemaStatus): void {
+  const { windows: n, runs } = status;
+  const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
+  const open = status.details.filter(isOpen).length;
+  const running =
+    runs.length === 0
+      ? 'no run in progress'
+      : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
+  const where =
+    status.organization === DEFAULT_ORGANIZATION
+      ? `schema ${status.schema}`
+      : `organization ${status.organization} of schema ${status.schema}`;
+  io.stdout.write(
+    `${where}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
+  );
+  for (const w of status.details) {
+    const rows = w.rowCount === null ? '-' : String(w.rowCount);
+    const error = w.lastError ? `  ${w.lastError}` : '';
+    const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
+    // An open window is loaded with what existed so far: the next run that covers it loads it again.
+    const standing = isOpen(w) ? `open (through ${w.loadedThrough})` : w.standing;
+    io.stdout.write(
+      `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
+    );
+  }
 }
 
 /** A loaded window whose dates were not over when it loaded. */
@@ -178,11 +290,12 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
     const human = forPerson(io, args.json);
     await withDatabase(config, logger, 1, async (pool) => {
       if (args.reset) {
-        const reset = await readResetPreview(pool, config.db.schema);
+        const scope = runScope(config);
+        const reset = await readResetPreview(pool, scope);
         io.stdout.write(
           human
-            ? `${describeReset(config.db.schema, reset)}\n`
-            : `${JSON.stringify({ reset: { schema: config.db.schema, ...reset } })}\n`,
+            ? `${describeReset(scope, reset)}\n`
+            : `${JSON.stringify({ reset: { schema: scope.schema, organization: scope.org, ...reset } })}\n`,
         );
       }
       const windows = await planRun(pool, config, resolve, { reset: args.reset });

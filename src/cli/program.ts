@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { SETTINGS } from '../config.js';
+import { SETTINGS, type SettingName } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
 import { unsupportedNode, VERSION } from '../version.js';
@@ -198,25 +198,29 @@ function demoCommandOf(io: Io): Command {
     });
 }
 
-/** migrate, status, plan and dimensions. */
+/** migrate, status, plan, dimensions and rename-organization. */
 function adminCommandsOf(io: Io): Command[] {
+  // Migrations and a rename are the schema's: no organization of its own.
+  const schemaFlags = [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS].filter(
+    (name): name is Exclude<SettingName, 'organization'> => name !== 'organization',
+  );
   const migrate = addSettingFlags(
     withExample(new Command('migrate'), 'migrate --schema post_reports')
       .description('Apply pending database migrations')
       .addOption(jsonOption()),
-    [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS],
+    schemaFlags,
   ).action(async (options: Record<string, unknown>) => {
     const { migrateCommand } = await import('./admin-commands.js');
-    process.exitCode = await migrateCommand(
-      io,
-      collectFlags(options, [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS]),
-      options.json === true,
-    );
+    process.exitCode = await migrateCommand(io, collectFlags(options, schemaFlags), options.json === true);
   });
 
   const status = addSettingFlags(
     withExample(new Command('status'), 'status --schema post_reports')
       .description('Show windows loaded, failed and in progress, and the incremental cursor')
+      .option(
+        '--all-organizations',
+        'every organization of the schema, one after another (JSON: a line each)',
+      )
       .addOption(jsonOption()),
     [...DB_READ_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
@@ -225,6 +229,7 @@ function adminCommandsOf(io: Io): Command[] {
       io,
       collectFlags(options, [...DB_READ_FLAGS, ...COMMON_FLAGS]),
       options.json === true,
+      options.allOrganizations === true,
     );
   });
 
@@ -270,7 +275,28 @@ function adminCommandsOf(io: Io): Command[] {
     });
   });
 
-  return [migrate, status, plan, dimensions];
+  const renameOrganization = addSettingFlags(
+    withExample(
+      new Command('rename-organization'),
+      'rename-organization --from default --to acme --schema post_reports',
+    )
+      .description(
+        "Move an organization's rows and state to another id, in one transaction (a schema loaded before organizations holds them under default)",
+      )
+      .requiredOption('--from <id>', 'the organization whose rows and state move')
+      .requiredOption('--to <id>', 'the id they move to (one not in use)')
+      .addOption(jsonOption()),
+    schemaFlags,
+  ).action(async (options: Record<string, unknown>) => {
+    const { renameOrganizationCommand } = await import('./admin-commands.js');
+    process.exitCode = await renameOrganizationCommand(io, collectFlags(options, schemaFlags), {
+      from: String(options.from),
+      to: String(options.to),
+      json: options.json === true,
+    });
+  });
+
+  return [migrate, status, plan, dimensions, renameOrganization];
 }
 
 function simulatorCommandOf(io: Io): Command {
@@ -278,8 +304,16 @@ function simulatorCommandOf(io: Io): Command {
     .description('Serve the Post Reporting API v4 simulator (for tests, benchmarks and demos)')
     .addOption(new Option('--port <n>', 'port (0: any free port)').default('8080'))
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
-    .addOption(new Option('--seed <n>', 'data seed').default('1'))
-    .addOption(new Option('--token <token>', 'the bearer token it accepts').default('sim-token'))
+    .addOption(
+      new Option('--seed <n>', 'data seed (with --organization: the seed of the faults)').default('1'),
+    )
+    .addOption(new Option('--token <token>', 'the bearer token it accepts (default: "sim-token")'))
+    .addOption(
+      new Option(
+        '--organization <token:seed>',
+        'serve an organization of its own under TOKEN, its data drawn from SEED (repeatable; instead of --token)',
+      ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    )
     .addOption(new Option('--posts-per-day <n>', 'posts dated each day').default('50'))
     .addOption(new Option('--generation-delay-ms <n>', 'how long a report stays IN_PROGRESS').default('0'))
     .addOption(new Option('--latency-ms <n>', 'latency added to every response').default('0'))
@@ -288,7 +322,7 @@ function simulatorCommandOf(io: Io): Command {
         String(DEFAULT_FAULTS.failReportShare),
       ),
     )
-    .action(async (options: Record<string, string>) => {
+    .action(async (options: Record<string, unknown>) => {
       const { simulatorCommand } = await import('./simulator-command.js');
       process.exitCode = await simulatorCommand(io, options);
     });

@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { createPool } from '../load/database.js';
 import type { Logger } from '../logger.js';
 import { describeReset, readResetPreview, removesSomething } from '../pipeline/reset-preview.js';
+import { runScope } from '../pipeline/run-context.js';
 import type { Io } from './run-output.js';
 
 /** Whether a person is at the keyboard: both stdin and stderr are a terminal. */
@@ -22,11 +23,11 @@ export async function confirmReset(io: Io, config: Config, logger: Logger, yes: 
   const pool = createPool(config.db, logger, { max: 1 });
   let preview: Awaited<ReturnType<typeof readResetPreview>>;
   try {
-    preview = await readResetPreview(pool, config.db.schema);
+    preview = await readResetPreview(pool, runScope(config));
   } finally {
     await pool.end();
   }
-  io.stderr.write(`post-reports-etl: ${describeReset(config.db.schema, preview)}\n`);
+  io.stderr.write(`post-reports-etl: ${describeReset(runScope(config), preview)}\n`);
   if (yes || !removesSomething(preview) || !onTerminal(io) || io.stdin === undefined) return;
   const prompt = createInterface({ input: io.stdin, output: io.stderr, terminal: true });
   try {

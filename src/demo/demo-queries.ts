@@ -17,14 +17,17 @@ export function sampleRowsQuery(schema: string): DemoQuery {
   };
 }
 
-/** Spend by brand and ISO week (spend is in each post's own currency, so it is grouped by currency too). */
+/**
+ * Spend by organization, brand and ISO week (spend is in each post's own currency, so it is grouped by currency
+ * too).
+ */
 export function spendByBrandAndWeekQuery(schema: string): DemoQuery {
   const s = pg.escapeIdentifier(schema);
   return {
     title: 'Spend by brand and week',
-    sql: `SELECT brand, date_trunc('week', date_captured::date)::date AS week, currency, sum(total_spend) AS spend
+    sql: `SELECT _org, brand, date_trunc('week', date_captured::date)::date AS week, currency, sum(total_spend) AS spend
   FROM ${s}.posts WHERE total_spend IS NOT NULL
-  GROUP BY brand, week, currency ORDER BY week, brand, currency`,
+  GROUP BY _org, brand, week, currency ORDER BY _org, week, brand, currency`,
   };
 }
 
@@ -33,8 +36,8 @@ export function postsPerSegmentQuery(schema: string): DemoQuery {
   const s = pg.escapeIdentifier(schema);
   return {
     title: 'Posts per custom segment value',
-    sql: `SELECT name, value, count(DISTINCT platform_post_id) AS posts
-  FROM ${s}.post_custom_segments GROUP BY name, value ORDER BY name, value`,
+    sql: `SELECT _org, name, value, count(DISTINCT platform_post_id) AS posts
+  FROM ${s}.post_custom_segments GROUP BY _org, name, value ORDER BY _org, name, value`,
   };
 }
 
@@ -43,8 +46,8 @@ export function preflightVersusInflightQuery(schema: string): DemoQuery {
   const s = pg.escapeIdentifier(schema);
   return {
     title: 'Preflight versus inflight posts',
-    sql: `SELECT status, count(*) AS posts, count(total_spend) AS with_spend
-  FROM ${s}.posts GROUP BY status ORDER BY status`,
+    sql: `SELECT _org, status, count(*) AS posts, count(total_spend) AS with_spend
+  FROM ${s}.posts GROUP BY _org, status ORDER BY _org, status`,
   };
 }
 

@@ -13,7 +13,6 @@ import type { LoadContext } from './load-context.js';
 import { commitLockKey, ddlLockKey, lockForTransaction } from './locks.js';
 import {
   attachStages,
-  DEFAULT_ORG,
   ensurePartitions,
   fillNewPartitions,
   noPartitionError,
@@ -22,6 +21,7 @@ import {
 } from './period-partitions.js';
 import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
+import type { Scope } from './scope.js';
 import { checkWindow, columnsOf, lockProgress, type ProgressRow } from './stage-progress.js';
 import { forgetWindows, markLoaded } from './window-state.js';
 
@@ -50,7 +50,7 @@ export async function commitWindows(
   try {
     signal?.throwIfAborted();
     const rows = await withTransaction(context.pool, signal, async (client) => {
-      const stages = await completeStages(client, context.target.schema, sorted);
+      const stages = await completeStages(client, context.scope, sorted);
       // The segments are sorted by their key on the way in: in memory, not spilled to disk.
       await client.query(queries.commitSortMemory);
       const replaced = await replaceOld(client, context, sorted, stages, options.verify);
@@ -60,7 +60,7 @@ export async function commitWindows(
         const window = sorted[i]!;
         const rows = await insertWindow(client, context, window, stage);
         total += rows;
-        await markLoaded(client, context.target.schema, window, {
+        await markLoaded(client, context.scope, window, {
           reportId: stage.report_id,
           pages: stage.pages_staged,
           rows,
@@ -69,7 +69,7 @@ export async function commitWindows(
       }
       await forgetWindows(
         client,
-        context.target.schema,
+        context.scope,
         replaced.filter((old) => !sorted.some((w) => sameWindow(w, old))),
       );
       return total;
@@ -97,12 +97,12 @@ function disjoint(windows: readonly Window[]): Window[] {
 
 async function completeStages(
   client: pg.PoolClient,
-  schema: string,
+  scope: Scope,
   windows: readonly Window[],
 ): Promise<ProgressRow[]> {
   const stages: ProgressRow[] = [];
   for (const window of windows) {
-    const row = await lockProgress(client, schema, window);
+    const row = await lockProgress(client, scope, window);
     if (!row || row.pages_staged === 0 || row.next_page !== null) {
       throw new StoreError(
         'DB_ERROR',
@@ -126,7 +126,7 @@ async function replaceOld(
   stages: readonly ProgressRow[],
   verify: CommitOptions['verify'],
 ): Promise<Window[]> {
-  const { schema } = context.target;
+  const { schema, org } = context.scope;
   await lockForTransaction(client, commitLockKey(schema));
   // Once the commits before this one are done: what this one stands on may have been lost while it waited.
   await verify?.(client);
@@ -136,7 +136,7 @@ async function replaceOld(
   // newer rows for these dates while these were staged.
   const newer = await client.query<{ start: string; end: string; report_id: string; newer: string }>(
     queries.newerLoadedWindows(schema),
-    [sorted.map((w) => w.start), sorted.map((w) => w.end), stages.map((s) => s.report_id)],
+    [sorted.map((w) => w.start), sorted.map((w) => w.end), stages.map((s) => s.report_id), org],
   );
   const stale = newer.rows[0];
   if (stale !== undefined) {
@@ -147,7 +147,7 @@ async function replaceOld(
   }
   const replaced = await client.query<{ start: string; end: string; covered: boolean }>(
     queries.replacedWindows(schema),
-    [sorted.map((w) => w.start), sorted.map((w) => w.end)],
+    [sorted.map((w) => w.start), sorted.map((w) => w.end), org],
   );
   const uncovered = replaced.rows.filter((r) => !r.covered);
   if (uncovered.length > 0) {
@@ -157,10 +157,10 @@ async function replaceOld(
     );
   }
   const starts = [...new Set([...replaced.rows.map((r) => r.start), ...sorted.map((w) => w.start)])];
-  await client.query(queries.deleteWindowRows(schema, POSTS), [DEFAULT_ORG, starts]);
+  await client.query(queries.deleteWindowRows(schema, POSTS), [org, starts]);
   // The segment values of a new window's dates are replaced by its insert (insertWindow), the others here.
   const gone = starts.filter((start) => !sorted.some((w) => w.start === start));
-  if (gone.length > 0) await client.query(queries.deleteWindowRows(schema, SEGMENTS), [DEFAULT_ORG, gone]);
+  if (gone.length > 0) await client.query(queries.deleteWindowRows(schema, SEGMENTS), [org, gone]);
   return replaced.rows.map(({ start, end }) => ({ start, end }));
 }
 
@@ -194,7 +194,7 @@ async function insertWindow(
   await client.query(queries.releaseSavepoint('insert'));
   await client.query(queries.dropTable(schema, stage.stage_posts));
   await client.query(queries.dropTable(schema, stage.stage_segments));
-  await client.query(queries.deleteProgress(schema), [window.start, window.end]);
+  await client.query(queries.deleteProgress(schema), [window.start, window.end, context.scope.org]);
   return inserted;
 }
 
@@ -217,10 +217,10 @@ async function insertRows(
   columns: StageColumns,
 ): Promise<number> {
   const { schema, postIdField, partitionPeriod = 'year' } = context.target;
-  const found = await partitionsFound(client, schema, partitionPeriod, window.start);
+  const found = await partitionsFound(client, context.scope, partitionPeriod, window.start);
   if (found === 0) {
     const stages = { posts: stage.stage_posts, post_custom_segments: stage.stage_segments };
-    if (await attachStages(client, schema, partitionPeriod, window.start, stages)) {
+    if (await attachStages(client, context.scope, partitionPeriod, window.start, stages)) {
       const posts = Number(stage.rows_staged);
       context.logger.debug(
         { window: windowLabel(window), posts },
@@ -231,7 +231,7 @@ async function insertRows(
     let posts = 0;
     const filled = await fillNewPartitions(
       client,
-      schema,
+      context.scope,
       partitionPeriod,
       window.start,
       async (parent, table) => {
@@ -250,11 +250,11 @@ async function insertRows(
     }
   }
   if (found < PARTITIONED_TABLES.length)
-    await ensurePartitions(client, schema, partitionPeriod, window.start);
+    await ensurePartitions(client, context.scope, partitionPeriod, window.start);
   const inserted = await client.query(
     queries.insertFromStage(schema, POSTS, stage.stage_posts, columns.posts),
   );
-  const keys = [DEFAULT_ORG, window.start];
+  const keys = [context.scope.org, window.start];
   await client.query(queries.deleteSegmentsNotStaged(schema, stage.stage_segments, postIdField), keys);
   await client.query(
     queries.insertSegmentsNotLoaded(schema, stage.stage_segments, postIdField, columns.segments),

@@ -2,11 +2,14 @@ import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import type { DeclaredType } from './declared-types.js';
 import type { Target } from './migrate.js';
+import type { Scope } from './scope.js';
 
 /** What staging and committing a window work with. */
 export interface LoadContext {
   readonly pool: pg.Pool;
   readonly target: Target;
+  /** The target's schema and organization. */
+  readonly scope: Scope;
   readonly logger: Logger;
   /** The documented fields' column types. */
   readonly declared: ReadonlyMap<string, DeclaredType>;

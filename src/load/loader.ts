@@ -16,6 +16,7 @@ import { declaredTypes } from './declared-types.js';
 import type { LoadContext } from './load-context.js';
 import type { Target } from './migrate.js';
 import type { Registry } from './schema-evolution.js';
+import { scopeOf } from './scope.js';
 import type { StageProgress } from './stage-progress.js';
 import {
   type OpenWindowOptions,
@@ -31,7 +32,13 @@ export class Loader {
   readonly #context: LoadContext;
 
   constructor(pool: pg.Pool, target: Target, logger: Logger) {
-    this.#context = { pool, target, logger, declared: declaredTypes(target.postIdField) };
+    this.#context = {
+      pool,
+      target,
+      scope: scopeOf(target),
+      logger,
+      declared: declaredTypes(target.postIdField),
+    };
   }
 
   /**

@@ -7,8 +7,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { oneLine, StoreError } from '../errors.js';
+import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import { backendPid } from './database.js';
 import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
+import { type Scope, scopeName } from './scope.js';
 import { parseSessionName, type RunName } from './session-name.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -26,14 +28,22 @@ export function commitLockKey(schema: string): string {
   return `${PREFIX}:commit:${schema}`;
 }
 
+/**
+ * The part of a key that names an organization's share of a schema: the schema alone for the default
+ * organization, as before a schema held several (a schema's name holds no `/`).
+ */
+function scopeKey({ schema, org }: Scope): string {
+  return org === DEFAULT_ORGANIZATION ? schema : `${schema}/${org}`;
+}
+
 /** Serializes the opening of one window's stage. */
-export function windowLockKey(schema: string, window: { start: string; end: string }): string {
-  return `${PREFIX}:window:${schema}:${window.start}:${window.end}`;
+export function windowLockKey(scope: Scope, window: { start: string; end: string }): string {
+  return `${PREFIX}:window:${scopeKey(scope)}:${window.start}:${window.end}`;
 }
 
 /** One process at a time works on a window (held by its claims connection: see window-claims.ts). */
-export function windowClaimKey(schema: string, window: { start: string; end: string }): string {
-  return `${PREFIX}:claim:${schema}:${window.start}:${window.end}`;
+export function windowClaimKey(scope: Scope, window: { start: string; end: string }): string {
+  return `${PREFIX}:claim:${scopeKey(scope)}:${window.start}:${window.end}`;
 }
 
 /** One migration at a time per schema. */
@@ -41,14 +51,57 @@ export function migrateLockKey(schema: string): string {
   return `${PREFIX}:migrate:${schema}`;
 }
 
-/** Those who need the schema alone (a reset, a migration) queue on it, one at a time, before taking the run lock. */
+/** Those who need the schema alone (a migration) queue on it, one at a time, before taking the run lock. */
 export function aloneQueueKey(schema: string): string {
   return `${PREFIX}:alone:${schema}`;
 }
 
-/** Runs share it; a reset or a migration takes it alone. */
+/** Runs share it; a migration takes it alone. */
 export function runLockKey(schema: string): string {
   return `${PREFIX}:run:${schema}`;
+}
+
+/** The runs of an organization share it; a reset of the organization takes it alone. */
+export function organizationLockKey(scope: Scope): string {
+  return `${PREFIX}:org:${scopeKey(scope)}`;
+}
+
+/** Those who need an organization alone (a reset) queue on it, as aloneQueueKey. */
+export function organizationQueueKey(scope: Scope): string {
+  return `${PREFIX}:org-alone:${scopeKey(scope)}`;
+}
+
+/**
+ * What a run lock holds: the schema (runs share it, a migration takes it alone) or an organization's share of it
+ * (its runs share it, its reset takes it alone), with the key those who need it alone queue on, and how messages
+ * name it and who holds it alone.
+ */
+export interface RunLockScope {
+  readonly key: string;
+  readonly gate: string;
+  /** `schema "x"`, or `organization "acme" of schema "x"`. */
+  readonly name: string;
+  /** `a migration`, `a reset or a rename`. */
+  readonly holder: string;
+}
+
+export function schemaLockScope(schema: string): RunLockScope {
+  return {
+    key: runLockKey(schema),
+    gate: aloneQueueKey(schema),
+    name: `schema "${schema}"`,
+    holder: 'a migration',
+  };
+}
+
+/** The default organization's is named as the schema: for a schema of one organization, it is the schema's. */
+export function organizationLockScope(scope: Scope): RunLockScope {
+  return {
+    key: organizationLockKey(scope),
+    gate: organizationQueueKey(scope),
+    name: scopeName(scope),
+    holder: 'a reset or a rename',
+  };
 }
 
 /** $1 a key: held until the transaction ends. */
@@ -135,7 +188,7 @@ export async function lockHolders(
   return holders;
 }
 
-/** Runs share the schema; a reset or a migration has it alone. */
+/** Runs share the schema (an organization); a migration (a reset) has it alone. */
 export type RunLockMode = 'shared' | 'exclusive';
 
 /**
@@ -194,12 +247,11 @@ export interface RunLockOptions {
  */
 export async function acquireRunLock(
   pool: pg.Pool,
-  schema: string,
+  scope: RunLockScope,
   waitMs: number,
   options: RunLockOptions = {},
 ): Promise<RunLock> {
-  const key = runLockKey(schema);
-  const gate = aloneQueueKey(schema);
+  const { key, gate, name } = scope;
   const client = await pool.connect();
   const deadline = Date.now() + waitMs;
   let told = false;
@@ -225,7 +277,7 @@ export async function acquireRunLock(
   };
   let mode: RunLockMode;
   let gated = false;
-  const sharedWait = `a reset or a migration holds schema "${schema}" alone`;
+  const sharedWait = `${scope.holder} holds ${name} alone`;
   // The run lock shared, taken while waiting for the process before this one (below).
   let held = false;
   try {
@@ -243,11 +295,7 @@ export async function acquireRunLock(
         held = false;
         // Whoever needs the schema alone queues here first, one at a time: once it is its turn, it asks again
         // (the process before it may have done the same), so that only the first waits for the runs.
-        await take(
-          gate,
-          'exclusive',
-          `${reason} needs schema "${schema}" alone, and another process is before it`,
-        );
+        await take(gate, 'exclusive', `${reason} needs ${name} alone, and another process is before it`);
         gated = true;
         reason = (await options.alone?.(client)) ?? null;
       }
@@ -259,9 +307,7 @@ export async function acquireRunLock(
       await take(
         key,
         mode,
-        reason === null
-          ? sharedWait
-          : `${reason} needs schema "${schema}" alone, and other runs are working on it`,
+        reason === null ? sharedWait : `${reason} needs ${name} alone, and other runs are working on it`,
       );
     }
     if (gated && mode === 'shared') {
@@ -276,8 +322,67 @@ export async function acquireRunLock(
     throw error;
   }
   const lock = new SessionRunLock(pool, key, client, mode, options, gated ? gate : undefined);
-  if (mode === 'shared') await lock.readEpoch();
+  if (mode === 'shared') {
+    try {
+      await lock.readEpoch();
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+  }
   return lock;
+}
+
+/** Run locks held together (the schema's, then an organization's), taken in that order by every process. */
+export interface RunLocks {
+  /** Each from alone to shared (RunLock.share). */
+  share(): Promise<void>;
+  /** Resolves once every one is held (RunLock.held). */
+  held(): Promise<void>;
+  /** Whether each is held now by its session, as `db`'s own transaction sees it: a commit checks it. */
+  heldIn(db: Queryable): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+/**
+ * Takes each run lock in turn (acquireRunLock), all within `waitMs`; on a failure, releases those taken. Every
+ * process takes them in the same order, so that none waits for a lock the other holds while holding one it waits
+ * for.
+ */
+export async function acquireRunLocks(
+  pool: pg.Pool,
+  waitMs: number,
+  locks: readonly { readonly scope: RunLockScope; readonly options: RunLockOptions }[],
+): Promise<RunLocks> {
+  const deadline = Date.now() + waitMs;
+  const taken: { lock: RunLock; key: string }[] = [];
+  try {
+    for (const { scope, options } of locks) {
+      const lock = await acquireRunLock(pool, scope, Math.max(0, deadline - Date.now()), options);
+      taken.push({ lock, key: scope.key });
+    }
+  } catch (error) {
+    for (const { lock } of taken.reverse()) await lock.release();
+    throw error;
+  }
+  return {
+    share: async () => {
+      for (const { lock } of taken) await lock.share();
+    },
+    held: async () => {
+      await Promise.all(taken.map(({ lock }) => lock.held()));
+    },
+    heldIn: async (db) => {
+      for (const { lock, key } of taken) {
+        const pid = lock.pid;
+        if (pid === undefined || !(await sessionHolds(db, pid, [key]))) return false;
+      }
+      return true;
+    },
+    release: async () => {
+      for (const { lock } of [...taken].reverse()) await lock.release();
+    },
+  };
 }
 
 /**
@@ -475,17 +580,23 @@ export async function sessionHolds(db: Queryable, pid: number, keys: readonly st
 /** The live session holding each window's claim now (null where none), in the order of `windows`. */
 export async function windowClaimHolders(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   windows: readonly { start: string; end: string }[],
 ): Promise<(LockHolder | null)[]> {
-  const keys = windows.map((w) => windowClaimKey(schema, w));
+  const keys = windows.map((w) => windowClaimKey(scope, w));
   const holders = await lockHolders(db, keys);
   // A claim is an exclusive lock: one holder at most.
   return keys.map((key) => holders.get(key)?.[0] ?? null);
 }
 
-/** The sessions holding the run lock of `schema` now: live runs (oldest first). */
+/** The sessions holding the run lock of `schema` now: live runs of every organization (oldest first). */
 export async function runLockHolders(db: Queryable, schema: string): Promise<LockHolder[]> {
   const key = runLockKey(schema);
+  return (await lockHolders(db, [key])).get(key) ?? [];
+}
+
+/** The sessions holding an organization's run lock now: its live runs (oldest first). */
+export async function organizationLockHolders(db: Queryable, scope: Scope): Promise<LockHolder[]> {
+  const key = organizationLockKey(scope);
   return (await lockHolders(db, [key])).get(key) ?? [];
 }

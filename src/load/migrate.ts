@@ -30,6 +30,8 @@ export interface Target {
   postIdField: string;
   /** The period of the partitions of posts made for new dates (default: year). */
   partitionPeriod?: PartitionPeriod;
+  /** The organization whose rows and state are loaded (default: `default`). */
+  org?: string;
 }
 
 export interface MigrateOptions {

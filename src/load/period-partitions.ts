@@ -1,6 +1,7 @@
 /*
  * The partitions of posts and post_custom_segments: RANGE on (_org, _window_start), one per organization and
- * period (a year, a month, or all dates), named <table>_y2026, <table>_m202601 or <table>_all. A window's rows
+ * period (a year, a month, or all dates), named <table>_y2026, <table>_m202601 or <table>_all, with the
+ * organization after the table's name but for the default organization's (<table>_acme_y2026). A window's rows
  * all carry its start date, so a window lives in exactly one partition. Partitions are made when a window first
  * needs one; those loaded keep their period when the setting changes (a period that would overlap them is not
  * made, and the window goes where its dates already are).
@@ -11,19 +12,22 @@ import type { PartitionPeriod } from '../model/partition-period.js';
 import { INVALID_OBJECT_DEFINITION, sqlState } from './pg-error-codes.js';
 import type { StagePeriod } from './queries.js';
 import * as queries from './queries.js';
+import { orgTableName, type Scope } from './scope.js';
 import { columnsOf } from './stage-progress.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
-
-/** The organization every row belongs to until a schema holds several. */
-export const DEFAULT_ORG = 'default';
 
 export const PARTITIONED_TABLES = ['posts', 'post_custom_segments'] as const;
 
 /** The primary key of posts' partitions and the columns indexed alone (migration 005). */
 export function partitionKeys(postIdField: string): { key: string[]; indexed: string[] } {
   return { key: ['_org', '_window_start', postIdField], indexed: [postIdField] };
+}
+
+/** The organization's partition of `parent` for a period (its suffix: periodBounds). */
+export function periodPartition(org: string, parent: string, suffix: string): string {
+  return orgTableName(org, parent, suffix);
 }
 
 /** A period's partition: its name's suffix and its dates ([from, to); null: unbounded). */
@@ -56,19 +60,19 @@ export function periodBounds(period: PartitionPeriod, start: string): PeriodBoun
  */
 export async function ensurePartitions(
   client: Queryable,
-  schema: string,
+  { schema, org }: Scope,
   period: PartitionPeriod,
   start: string,
 ): Promise<void> {
   const bounds = periodBounds(period, start);
   for (const parent of PARTITIONED_TABLES) {
-    const name = `${parent}_${bounds.suffix}`;
+    const name = periodPartition(org, parent, bounds.suffix);
     const found = await client.query<{ exists: boolean }>(queries.tableExists, [qualified(schema, name)]);
     if (found.rows[0]?.exists) continue;
     await client.query(queries.savepoint('partition'));
     try {
       await client.query(queries.createLike(schema, name, parent));
-      await client.query(queries.attachRange(schema, parent, name, DEFAULT_ORG, bounds.from, bounds.to));
+      await client.query(queries.attachRange(schema, parent, name, org, bounds.from, bounds.to));
       await client.query(queries.releaseSavepoint('partition'));
     } catch (error) {
       if (sqlState(error) !== INVALID_OBJECT_DEFINITION) throw error;
@@ -81,12 +85,12 @@ export async function ensurePartitions(
 /** How many of the two tables have the period's partition for a window starting on `start` (0, 1 or 2). */
 export async function partitionsFound(
   client: Queryable,
-  schema: string,
+  { schema, org }: Scope,
   period: PartitionPeriod,
   start: string,
 ): Promise<number> {
   const { suffix } = periodBounds(period, start);
-  const names = PARTITIONED_TABLES.map((parent) => qualified(schema, `${parent}_${suffix}`));
+  const names = PARTITIONED_TABLES.map((parent) => qualified(schema, periodPartition(org, parent, suffix)));
   const found = await client.query<{ found: number }>(queries.tablesFound, [names]);
   return found.rows[0]?.found ?? 0;
 }
@@ -102,7 +106,7 @@ export async function partitionsFound(
  */
 export async function fillNewPartitions(
   client: Queryable,
-  schema: string,
+  { schema, org }: Scope,
   period: PartitionPeriod,
   start: string,
   fill: (parent: (typeof PARTITIONED_TABLES)[number], table: string) => Promise<void>,
@@ -113,18 +117,18 @@ export async function fillNewPartitions(
   try {
     // Empty first: dates another period's partition holds fail the attach before any row is written.
     for (const parent of PARTITIONED_TABLES) {
-      const name = `${parent}_${suffix}`;
+      const name = periodPartition(org, parent, suffix);
       await client.query(queries.createLike(schema, name, parent));
-      await client.query(queries.attachRange(schema, parent, name, DEFAULT_ORG, from, to));
+      await client.query(queries.attachRange(schema, parent, name, org, from, to));
     }
     await client.query(queries.rollbackToSavepoint('fill'));
     for (const parent of PARTITIONED_TABLES) {
-      const name = `${parent}_${suffix}`;
+      const name = periodPartition(org, parent, suffix);
       await client.query(queries.createLike(schema, name, parent));
       await fill(parent, name);
       const check = `${name}_period_check`;
-      await client.query(queries.addPeriodCheck(schema, name, check, DEFAULT_ORG, from, to));
-      await client.query(queries.attachRange(schema, parent, name, DEFAULT_ORG, from, to));
+      await client.query(queries.addPeriodCheck(schema, name, check, org, from, to));
+      await client.query(queries.attachRange(schema, parent, name, org, from, to));
       await client.query(queries.dropConstraint(schema, name, check));
     }
   } catch (error) {
@@ -145,16 +149,17 @@ export async function fillNewPartitions(
  */
 export async function periodToOpen(
   client: Queryable,
-  schema: string,
+  scope: Scope,
   period: PartitionPeriod,
   start: string,
 ): Promise<StagePeriod | null> {
-  if ((await partitionsFound(client, schema, period, start)) > 0) return null;
+  const { schema, org } = scope;
+  if ((await partitionsFound(client, scope, period, start)) > 0) return null;
   if (await watched(client, schema)) return null;
   const { from, to } = periodBounds(period, start);
-  const open = await client.query<{ open: boolean }>(queries.keyedStageOpen(schema), [from, to, schema]);
+  const open = await client.query<{ open: boolean }>(queries.keyedStageOpen(schema), [from, to, schema, org]);
   if (open.rows[0]?.open) return null;
-  return { org: DEFAULT_ORG, from, to };
+  return { org, from, to };
 }
 
 async function watched(client: Queryable, schema: string): Promise<boolean> {
@@ -168,8 +173,8 @@ export type StageTables = Readonly<Record<(typeof PARTITIONED_TABLES)[number], s
 
 /** The columns each stage fills from its window by default; a partition has none of these defaults. */
 const WINDOW_COLUMNS: Readonly<Record<(typeof PARTITIONED_TABLES)[number], readonly string[]>> = {
-  posts: ['_window_start', '_window_end', '_report_id'],
-  post_custom_segments: ['_window_start'],
+  posts: ['_window_start', '_org', '_window_end', '_report_id'],
+  post_custom_segments: ['_window_start', '_org'],
 };
 
 /**
@@ -182,7 +187,7 @@ const WINDOW_COLUMNS: Readonly<Record<(typeof PARTITIONED_TABLES)[number], reado
  */
 export async function attachStages(
   client: Queryable,
-  schema: string,
+  { schema, org }: Scope,
   period: PartitionPeriod,
   start: string,
   stages: StageTables,
@@ -196,7 +201,7 @@ export async function attachStages(
   try {
     for (const parent of PARTITIONED_TABLES) {
       const stage = stages[parent];
-      const partition = `${parent}_${suffix}`;
+      const partition = periodPartition(org, parent, suffix);
       if (!(await alignWithParent(client, schema, stage, parent))) {
         await client.query(queries.rollbackToSavepoint('attach'));
         await client.query(queries.releaseSavepoint('attach'));
@@ -207,7 +212,7 @@ export async function attachStages(
           constraint: parent === 'posts',
         }),
       );
-      await client.query(queries.attachRange(schema, parent, partition, DEFAULT_ORG, from, to));
+      await client.query(queries.attachRange(schema, parent, partition, org, from, to));
       await client.query(queries.dropConstraint(schema, partition, queries.stagePeriodCheck(stage)));
     }
   } catch (error) {

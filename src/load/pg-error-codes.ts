@@ -2,6 +2,7 @@
 export const UNIQUE_VIOLATION = '23505';
 export const DUPLICATE_COLUMN = '42701';
 export const UNDEFINED_TABLE = '42P01';
+export const UNDEFINED_COLUMN = '42703';
 export const QUERY_CANCELED = '57014';
 export const LOCK_NOT_AVAILABLE = '55P03';
 export const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';

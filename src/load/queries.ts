@@ -64,6 +64,7 @@ export function registerFields(schema: string): string {
 
 /** What a stage is created for: its window and report fill the connector's columns by default. */
 export interface StageOf {
+  readonly org: string;
   readonly postId: string;
   readonly start: string;
   readonly end: string;
@@ -110,7 +111,6 @@ export function createKeyedStagePosts(
             _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
             _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
             _loaded_at timestamptz NOT NULL DEFAULT now(),
-            _org text NOT NULL DEFAULT ${pg.escapeLiteral(period.org)},
             CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}),
             CONSTRAINT ${pg.escapeIdentifier(stageKeyIndex(table))} PRIMARY KEY (_org, _window_start, ${id}))`;
 }
@@ -123,7 +123,6 @@ export function createKeyedStageSegments(
   period: StagePeriod,
 ): string {
   return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL,
-            _org text NOT NULL DEFAULT ${pg.escapeLiteral(period.org)},
             CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}))`;
 }
 
@@ -150,12 +149,12 @@ export function dropStageKeys(schema: string, posts: string, segments: string): 
 }
 
 /**
- * $1, $2 a period's dates (null: unbounded), $3 the schema: whether a window of that period has a keyed stage open.
- * Only one of them can be attached: another is staged as any window.
+ * $1, $2 a period's dates (null: unbounded), $3 the schema, $4 the organization: whether a window of that
+ * organization's period has a keyed stage open. Only one of them can be attached: another is staged as any window.
  */
 export function keyedStageOpen(schema: string): string {
   return `SELECT EXISTS (SELECT 1 FROM ${qualified(schema, 'stage_progress')}
-                          WHERE ($1::date IS NULL OR window_start >= $1::date)
+                          WHERE org = $4 AND ($1::date IS NULL OR window_start >= $1::date)
                             AND ($2::date IS NULL OR window_start < $2::date)
                             AND to_regclass(format('%I.%I', $3::text, stage_posts || '_key')) IS NOT NULL) AS open`;
 }
@@ -167,10 +166,11 @@ export const columnsWithDefaults = `SELECT a.attname::text AS name FROM pg_attri
 /** $1 the qualified index: whether it exists. */
 export const indexExists = 'SELECT to_regclass($1) IS NOT NULL AS exists';
 
-// The columns both stages begin with.
+// The columns both stages begin with: the organization and window fill their columns by default.
 function stageKey(of: StageOf): string {
   return `_seq bigint NOT NULL, ${pg.escapeIdentifier(of.postId)} bigint NOT NULL,
-            _window_start date NOT NULL DEFAULT ${pg.escapeLiteral(of.start)}`;
+            _window_start date NOT NULL DEFAULT ${pg.escapeLiteral(of.start)},
+            _org text NOT NULL DEFAULT ${pg.escapeLiteral(of.org)}`;
 }
 
 /** $1, $2 the qualified stage tables: their names, or null for a table that does not exist. */
@@ -200,15 +200,16 @@ export function copyStageSegments(schema: string, table: string, postId: string)
   return `COPY ${qualified(schema, table)} (_seq, ${pg.escapeIdentifier(postId)}, name, value) FROM STDIN`;
 }
 
-/** $1 start, $2 end: the window's progress, locked. */
+/** $1 start, $2 end, $3 the organization: the window's progress, locked. */
 export function readProgress(schema: string): string {
   return `SELECT report_id, pages_staged, next_page, rows_staged::text AS rows_staged, stage_posts, stage_segments
             FROM ${qualified(schema, 'stage_progress')}
-           WHERE window_start = $1 AND window_end = $2 FOR UPDATE`;
+           WHERE org = $3 AND window_start = $1 AND window_end = $2 FOR UPDATE`;
 }
 
 /**
- * readProgress with the columns of the window's posts stage ($3 the schema), as [name, SQL type] pairs: a page's
+ * readProgress with the columns of the window's posts stage ($3 the schema, $4 the organization), as [name, SQL
+ * type] pairs: a page's
  * transaction reads both in one round trip. While a page is staged, the next one is decoded on the same thread,
  * and each round trip of the page's transaction waits for that work to yield.
  */
@@ -220,42 +221,43 @@ export function readProgressForPage(schema: string): string {
                    WHERE a.attrelid = to_regclass(format('%I.%I', $3::text, p.stage_posts))
                      AND a.attnum > 0 AND NOT a.attisdropped) AS stage_columns
             FROM ${qualified(schema, 'stage_progress')} p
-           WHERE window_start = $1 AND window_end = $2 FOR UPDATE OF p`;
+           WHERE org = $4 AND window_start = $1 AND window_end = $2 FOR UPDATE OF p`;
 }
 
 /**
- * $1 start, $2 end, $3 pages staged, $4 next page token, $5 the page's rows: a staged page's progress, in
- * stage_progress and in report_windows, in one statement.
+ * $1 start, $2 end, $3 pages staged, $4 next page token, $5 the page's rows, $6 the organization: a staged page's
+ * progress, in stage_progress and in report_windows, in one statement.
  */
 export function advancePage(schema: string): string {
   return `WITH advanced AS (
             UPDATE ${qualified(schema, 'stage_progress')}
                SET pages_staged = $3, next_page = $4, rows_staged = rows_staged + $5, updated_at = now()
-             WHERE window_start = $1 AND window_end = $2)
+             WHERE org = $6 AND window_start = $1 AND window_end = $2)
           UPDATE ${qualified(schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
-           WHERE window_start = $1 AND window_end = $2`;
+           WHERE org = $6 AND window_start = $1 AND window_end = $2`;
 }
 
-/** $1 start, $2 end, $3 report id, $4 stage posts, $5 stage segments. */
+/** $1 start, $2 end, $3 report id, $4 stage posts, $5 stage segments, $6 the organization. */
 export function resetProgress(schema: string): string {
   return `INSERT INTO ${qualified(schema, 'stage_progress')}
-            (window_start, window_end, report_id, pages_staged, next_page, rows_staged, stage_posts, stage_segments)
-          VALUES ($1, $2, $3, 0, NULL, 0, $4, $5)
-          ON CONFLICT (window_start, window_end) DO UPDATE
+            (org, window_start, window_end, report_id, pages_staged, next_page, rows_staged, stage_posts, stage_segments)
+          VALUES ($6, $1, $2, $3, 0, NULL, 0, $4, $5)
+          ON CONFLICT (org, window_start, window_end) DO UPDATE
             SET report_id = EXCLUDED.report_id, pages_staged = 0, next_page = NULL, rows_staged = 0,
                 stage_posts = EXCLUDED.stage_posts, stage_segments = EXCLUDED.stage_segments, updated_at = now()`;
 }
 
-/** $1 start, $2 end, $3 pages staged, $4 next page, $5 rows added. */
+/** $1 start, $2 end, $3 the organization. */
 export function deleteProgress(schema: string): string {
-  return `DELETE FROM ${qualified(schema, 'stage_progress')} WHERE window_start = $1 AND window_end = $2`;
+  return `DELETE FROM ${qualified(schema, 'stage_progress')} WHERE org = $3 AND window_start = $1 AND window_end = $2`;
 }
 
 // ---- commit ------------------------------------------------------------------------------------------------
 
 /**
- * $1 new starts, $2 new ends: every loaded window (report_windows, written in the same transaction as its rows)
- * whose dates overlap the new windows, and whether the new windows cover it entirely.
+ * $1 new starts, $2 new ends, $3 the organization: every loaded window of the organization (report_windows,
+ * written in the same transaction as its rows) whose dates overlap the new windows, and whether the new windows
+ * cover it entirely.
  */
 export function replacedWindows(schema: string): string {
   return `WITH new AS (
@@ -264,22 +266,23 @@ export function replacedWindows(schema: string): string {
           SELECT w.window_start::text AS start, w.window_end::text AS "end",
                  daterange(w.window_start, w.window_end, '[]') <@ new.u AS covered
             FROM ${qualified(schema, 'report_windows')} w, new
-           WHERE w.row_count IS NOT NULL AND daterange(w.window_start, w.window_end, '[]') && new.u
+           WHERE w.org = $3 AND w.row_count IS NOT NULL AND daterange(w.window_start, w.window_end, '[]') && new.u
            ORDER BY w.window_start`;
 }
 
 /**
- * $1 starts, $2 ends, $3 report ids of the windows committed: each loaded window one of them overlaps whose
- * report was made after that one's (a report of unknown age is older than any known).
+ * $1 starts, $2 ends, $3 report ids of the windows committed, $4 the organization: each loaded window of the
+ * organization one of them overlaps whose report was made after that one's (a report of unknown age is older than
+ * any known).
  */
 export function newerLoadedWindows(schema: string): string {
   return `SELECT to_char(n.s, 'YYYY-MM-DD') AS start, to_char(n.e, 'YYYY-MM-DD') AS "end", n.r AS report_id,
                  to_char(w.window_start, 'YYYY-MM-DD') || '..' || to_char(w.window_end, 'YYYY-MM-DD') AS newer
             FROM unnest($1::date[], $2::date[], $3::text[]) AS n(s, e, r)
             LEFT JOIN ${qualified(schema, 'window_reports')} k
-              ON k.window_start = n.s AND k.window_end = n.e AND k.report_id = n.r
+              ON k.org = $4 AND k.window_start = n.s AND k.window_end = n.e AND k.report_id = n.r
             JOIN ${qualified(schema, 'report_windows')} w
-              ON w.row_count IS NOT NULL AND w.window_start <= n.e AND w.window_end >= n.s
+              ON w.org = $4 AND w.row_count IS NOT NULL AND w.window_start <= n.e AND w.window_end >= n.s
              AND w.report_made_at > COALESCE(k.made_at, '-infinity')
            ORDER BY n.s, w.window_start`;
 }
@@ -507,6 +510,14 @@ export function copyRows(schema: string, to: string, from: string, columns: read
 export function addPartitionCheck(schema: string, table: string, constraint: string): string {
   return `ALTER TABLE ${qualified(schema, table)} ADD CONSTRAINT ${pg.escapeIdentifier(`${table}_partition_check`)} CHECK (${constraint})`;
 }
+
+export function detachPartition(schema: string, parent: string, table: string): string {
+  return `ALTER TABLE ${qualified(schema, parent)} DETACH PARTITION ${qualified(schema, table)}`;
+}
+
+/** $1 the qualified table: the names of its indexes (a key's is its constraint's too). */
+export const indexesOf = `SELECT c.relname::text AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  WHERE i.indrelid = to_regclass($1) ORDER BY 1`;
 
 /** Attaches a table with the bounds the catalog gave its predecessor (`FOR VALUES …`, never input). */
 export function attachWithBound(schema: string, parent: string, table: string, bound: string): string {

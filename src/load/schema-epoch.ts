@@ -1,9 +1,12 @@
 /*
- * A reading of a schema that changes for certain whenever something held it alone: a reset truncates
- * report_windows (TRUNCATE gives a table a new file), a migration records itself in schema_migrations. A run whose
- * lock's session was lost compares it before and after taking the lock again.
+ * Readings that change for certain whenever something held a schema, or one organization's share of it, alone:
+ * a migration records itself in schema_migrations (and an earlier version's reset truncated report_windows, which
+ * gives the table a new file); a reset of an organization counts itself in its sync_state row. A run whose lock's
+ * session was lost compares them before and after taking the lock again.
  */
 import type pg from 'pg';
+import { sqlState, UNDEFINED_COLUMN, UNDEFINED_TABLE } from './pg-error-codes.js';
+import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -18,4 +21,23 @@ export async function schemaEpoch(db: Queryable, schema: string): Promise<string
     qualified(schema, 'report_windows'),
   ]);
   return rows[0]?.epoch ?? '';
+}
+
+/**
+ * The organization's epoch now: how many times it was reset (none before its target is recorded, nor in a schema
+ * whose migrations have not run yet: a run takes the organization's lock before it migrates).
+ */
+export async function organizationEpoch(db: Queryable, scope: Scope): Promise<string> {
+  try {
+    const { rows } = await db.query<{ epoch: string }>(
+      `SELECT COALESCE((SELECT reset_count FROM ${qualified(scope.schema, 'sync_state')} WHERE org = $1), 0)::text
+           AS epoch`,
+      [scope.org],
+    );
+    return rows[0]?.epoch ?? '0';
+  } catch (error) {
+    const state = sqlState(error);
+    if (state === UNDEFINED_TABLE || state === UNDEFINED_COLUMN) return '0';
+    throw error;
+  }
 }

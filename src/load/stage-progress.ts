@@ -1,13 +1,14 @@
 /*
  * What is staged of a window: its row in stage_progress (written with each page, in the page's transaction) and
- * its two stage tables, stage_<start>_<end>_posts / _segments.
+ * its two stage tables (stageNames).
  */
 import type pg from 'pg';
 import { StoreError } from '../errors.js';
 import { isIsoDate } from '../model/dates.js';
 import type { Window } from '../model/window.js';
 import * as queries from './queries.js';
-import { partitionName, qualified } from './table-names.js';
+import { orgTableName, type Scope } from './scope.js';
+import { qualified, windowDates } from './table-names.js';
 
 /** What is staged of a window for one report. */
 export interface StageProgress {
@@ -31,22 +32,26 @@ export interface ProgressRow {
 /** The window's progress row, locked until the transaction ends; undefined when the window is not open. */
 export async function lockProgress(
   client: pg.PoolClient,
-  schema: string,
+  scope: Scope,
   window: Window,
 ): Promise<ProgressRow | undefined> {
-  const found = await client.query<ProgressRow>(queries.readProgress(schema), [window.start, window.end]);
+  const found = await client.query<ProgressRow>(queries.readProgress(scope.schema), [
+    window.start,
+    window.end,
+    scope.org,
+  ]);
   return found.rows[0];
 }
 
 /** lockProgress, with the columns of the window's posts stage and their SQL types (readProgressForPage). */
 export async function lockProgressForPage(
   client: pg.PoolClient,
-  schema: string,
+  scope: Scope,
   window: Window,
 ): Promise<{ row: ProgressRow; stageColumns: Map<string, string> } | undefined> {
   const found = await client.query<ProgressRow & { stage_columns: [string, string][] }>(
-    queries.readProgressForPage(schema),
-    [window.start, window.end, schema],
+    queries.readProgressForPage(scope.schema),
+    [window.start, window.end, scope.schema, scope.org],
   );
   const row = found.rows[0];
   if (row === undefined) return undefined;
@@ -63,8 +68,9 @@ export function toProgress(row: ProgressRow): StageProgress {
   };
 }
 
-export function stageNames(window: Window): { posts: string; segments: string } {
-  const base = partitionName('stage', window.start, window.end);
+/** A window's stage tables: stage_<start>_<end>_posts and _segments, with the organization after `stage`. */
+export function stageNames(org: string, window: Window): { posts: string; segments: string } {
+  const base = orgTableName(org, 'stage', windowDates(window.start, window.end));
   return { posts: `${base}_posts`, segments: `${base}_segments` };
 }
 

@@ -78,15 +78,15 @@ export async function openWindow(
   options: OpenWindowOptions = {},
 ): Promise<StageProgress> {
   checkWindow(window);
-  const { schema } = context.target;
+  const { scope } = context;
   try {
     signal?.throwIfAborted();
     return await withTransaction(context.pool, signal, async (client) => {
-      await lockForTransaction(client, windowLockKey(schema, window));
-      await recordStageReport(client, schema, window, reportId, options.filters ?? null);
-      const row = await lockProgress(client, schema, window);
-      if (row && row.report_id === reportId && (await stageExists(client, schema, row))) {
-        await recordPagesStaged(client, schema, window, row.pages_staged);
+      await lockForTransaction(client, windowLockKey(scope, window));
+      await recordStageReport(client, scope, window, reportId, options.filters ?? null);
+      const row = await lockProgress(client, scope, window);
+      if (row && row.report_id === reportId && (await stageExists(client, scope.schema, row))) {
+        await recordPagesStaged(client, scope, window, row.pages_staged);
         const progress = toProgress(row);
         context.logger.info({ window: windowLabel(window), ...progress }, 'resuming staged window');
         return progress;
@@ -98,7 +98,7 @@ export async function openWindow(
         );
       }
       await createStage(client, context, window, reportId);
-      await recordPagesStaged(client, schema, window, 0);
+      await recordPagesStaged(client, scope, window, 0);
       return { reportId, pagesStaged: 0, nextPage: null, rowsStaged: 0 };
     });
   } catch (error) {
@@ -112,12 +112,18 @@ async function createStage(
   window: Window,
   reportId: string,
 ): Promise<void> {
-  const { schema, postIdField } = context.target;
-  const names = stageNames(window);
+  const { postIdField } = context.target;
+  const { schema, org } = context.scope;
+  const names = stageNames(org, window);
   await client.query(queries.dropTable(schema, names.posts));
   await client.query(queries.dropTable(schema, names.segments));
-  const of = { postId: postIdField, start: window.start, end: window.end, reportId };
-  const period = await periodToOpen(client, schema, context.target.partitionPeriod ?? 'year', window.start);
+  const of = { org, postId: postIdField, start: window.start, end: window.end, reportId };
+  const period = await periodToOpen(
+    client,
+    context.scope,
+    context.target.partitionPeriod ?? 'year',
+    window.start,
+  );
   if (period === null) {
     await client.query(queries.createStagePosts(schema, names.posts, of));
     await client.query(queries.createStageSegments(schema, names.segments, of));
@@ -135,6 +141,7 @@ async function createStage(
     reportId,
     names.posts,
     names.segments,
+    org,
   ]);
 }
 
@@ -251,7 +258,7 @@ export async function writePage(
     signal?.throwIfAborted();
     const stage = () =>
       withTransaction(context.pool, { signal, begin: queries.beginStagingPage }, async (client) => {
-        const found = await lockProgressForPage(client, context.target.schema, window);
+        const found = await lockProgressForPage(client, context.scope, window);
         if (!nextInLine(found?.row, prepared)) return false;
         await copyPage(client, context, found!.row, found!.stageColumns, prepared, signal);
         return true;
@@ -290,10 +297,10 @@ export async function writePage(
 }
 
 async function unkey(context: LoadContext, window: Window, signal?: AbortSignal): Promise<void> {
-  const { schema } = context.target;
+  const { scope } = context;
   await withTransaction(context.pool, signal, async (client) => {
-    const row = await lockProgress(client, schema, window);
-    if (row) await client.query(queries.dropStageKeys(schema, row.stage_posts, row.stage_segments));
+    const row = await lockProgress(client, scope, window);
+    if (row) await client.query(queries.dropStageKeys(scope.schema, row.stage_posts, row.stage_segments));
   });
 }
 
@@ -353,6 +360,7 @@ async function copyPage(
     index + 1,
     prepared.nextPage,
     prepared.rows,
+    context.scope.org,
   ]);
 }
 

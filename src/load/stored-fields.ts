@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
 import { sqlState, UNDEFINED_TABLE } from './pg-error-codes.js';
+import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
@@ -41,17 +42,21 @@ export async function readStoredFields(
  */
 export async function applyFieldSelection(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   selection: FieldSelection,
 ): Promise<void> {
-  await db.query(`UPDATE ${qualified(schema, 'sync_state')} SET field_selection = $1, updated_at = now()`, [
-    selection.mode === 'all' ? null : JSON.stringify(selection),
-  ]);
+  const { schema, org } = scope;
+  await db.query(
+    `UPDATE ${qualified(schema, 'sync_state')} SET field_selection = $1, updated_at = now() WHERE org = $2`,
+    [selection.mode === 'all' ? null : JSON.stringify(selection), org],
+  );
   const keep = fieldFilter(selection);
   if (keep === null) return;
+  // The columns are every organization's: only a schema that holds no row, and no other organization, loses one.
   const { rows: partitions } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = to_regclass($1)`,
-    [qualified(schema, 'posts')],
+    `SELECT (SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass($1))::int
+          + (SELECT count(*) FROM ${qualified(schema, 'sync_state')} WHERE org <> $2)::int AS n`,
+    [qualified(schema, 'posts'), org],
   );
   if ((partitions[0]?.n ?? 0) > 0) return;
   const { rows } = await db.query<{ field: string; column_name: string }>(

@@ -5,7 +5,7 @@ export function qualified(schema: string, table: string): string {
   return `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
 }
 
-/** The name of a window's table, `<prefix>_<start>_<end>` (dates as YYYYMMDD): its stage tables. */
-export function partitionName(parent: string, start: string, end: string): string {
-  return `${parent}_${start.replaceAll('-', '')}_${end.replaceAll('-', '')}`;
+/** A window's dates in the name of its tables: `<start>_<end>`, as YYYYMMDD. */
+export function windowDates(start: string, end: string): string {
+  return `${start.replaceAll('-', '')}_${end.replaceAll('-', '')}`;
 }

@@ -15,6 +15,7 @@ import { ApiError, DataError } from '../errors.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import { type Window, windowLabel } from '../model/window.js';
+import type { Scope } from './scope.js';
 import {
   endAttempt,
   type KnownReport,
@@ -28,7 +29,7 @@ import {
 
 export interface AttemptContext {
   readonly pool: pg.Pool;
-  readonly schema: string;
+  readonly scope: Scope;
   readonly clock: Clock;
   /** The API's reuse period (POST_REPORTS_REPORT_REUSE_MS). */
   readonly reportReuseMs: number;
@@ -57,8 +58,8 @@ export class WindowAttempt {
 
   /** Starts an attempt: counts it, and keeps the report of the attempt in progress, if any. */
   static async start(context: AttemptContext, window: Window, filters: Filters): Promise<WindowAttempt> {
-    const previous = await readWindow(context.pool, context.schema, window);
-    await startAttempt(context.pool, context.schema, window, filters);
+    const previous = await readWindow(context.pool, context.scope, window);
+    await startAttempt(context.pool, context.scope, window, filters);
     const reportId = previous?.attemptReportId ?? null;
     return new WindowAttempt(
       context,
@@ -82,11 +83,11 @@ export class WindowAttempt {
   async resumable(onDropped: (reportId: string, why: string) => void): Promise<string | null> {
     const inProgress = this.#inProgress;
     if (inProgress === null) return null;
-    const { pool, schema } = this.#context;
+    const { pool, scope } = this.#context;
     const why = await this.#tooOld(inProgress);
     if (why !== null) {
       onDropped(inProgress.reportId, why);
-      await recordReport(pool, schema, this.window, null);
+      await recordReport(pool, scope, this.window, null);
       this.#inProgress = null;
       return null;
     }
@@ -96,12 +97,12 @@ export class WindowAttempt {
 
   /** Why the report in progress must not be resumed, or null. */
   async #tooOld(inProgress: InProgress): Promise<string | null> {
-    const { pool, schema, clock, reportReuseMs } = this.#context;
+    const { pool, scope, clock, reportReuseMs } = this.#context;
     const { receivedAt } = inProgress;
     if (receivedAt !== null && clock.now().getTime() - receivedAt.getTime() >= reportReuseMs) {
       return "the report in progress was first received longer ago than the API's reuse period: a new one holds newer figures";
     }
-    const newer = await newerLoads(pool, schema, this.window, inProgress.madeAt);
+    const newer = await newerLoads(pool, scope, this.window, inProgress.madeAt);
     if (newer.length === 0) return null;
     return `the report in progress is older than the rows loaded since for ${newer.map(windowLabel).join(', ')}`;
   }
@@ -112,8 +113,8 @@ export class WindowAttempt {
    * than rows loaded since for its dates.
    */
   async received(reportId: string): Promise<KnownReport> {
-    const { pool, schema, clock, reportReuseMs } = this.#context;
-    const report = await receiveReport(pool, schema, this.window, reportId, clock.now(), reportReuseMs);
+    const { pool, scope, clock, reportReuseMs } = this.#context;
+    const report = await receiveReport(pool, scope, this.window, reportId, clock.now(), reportReuseMs);
     const until = new Date(report.receivedAt.getTime() + reportReuseMs);
     const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
     if (report.outcome === 'failed' || report.outcome === 'gone') {
@@ -123,7 +124,7 @@ export class WindowAttempt {
         { final: true },
       );
     }
-    const newer = await newerLoads(pool, schema, this.window, report.madeAt);
+    const newer = await newerLoads(pool, scope, this.window, report.madeAt);
     if (newer.length > 0) {
       throw new ApiError(
         'REPORT_STALE',
@@ -132,7 +133,7 @@ export class WindowAttempt {
       );
     }
     this.#report = report.reportId;
-    await recordReport(pool, schema, this.window, report);
+    await recordReport(pool, scope, this.window, report);
     return report;
   }
 
@@ -145,12 +146,12 @@ export class WindowAttempt {
   async reportEnded(error: unknown): Promise<void> {
     const outcome = reportOutcome(error);
     if (outcome === null) return;
-    const { pool, schema } = this.#context;
+    const { pool, scope } = this.#context;
     const current = this.#report;
     if (current !== null && outcome !== 'dropped') {
-      await recordReportOutcome(pool, schema, this.window, current, outcome);
+      await recordReportOutcome(pool, scope, this.window, current, outcome);
     }
-    await recordReport(pool, schema, this.window, null);
+    await recordReport(pool, scope, this.window, null);
   }
 }
 
@@ -173,10 +174,10 @@ function reportOutcome(error: unknown): 'failed' | 'gone' | 'dropped' | null {
  * group may end it after its own attempt staged, so it goes by window.
  */
 export function endWindowAttempt(
-  context: Pick<AttemptContext, 'pool' | 'schema'>,
+  context: Pick<AttemptContext, 'pool' | 'scope'>,
   window: Window,
   outcome: 'failed' | 'pending',
   message: string,
 ): Promise<void> {
-  return endAttempt(context.pool, context.schema, window, outcome, message);
+  return endAttempt(context.pool, context.scope, window, outcome, message);
 }

@@ -16,6 +16,7 @@ import {
   windowClaimHolders,
   windowClaimKey,
 } from './locks.js';
+import type { Scope } from './scope.js';
 import { loadedFrom } from './window-state.js';
 
 const WAIT_MS = 250;
@@ -42,7 +43,7 @@ export interface Freshness {
 
 export class WindowClaims {
   readonly #pool: pg.Pool;
-  readonly #schema: string;
+  readonly #scope: Scope;
   readonly #logger: Logger;
   /** The session's connection, shared by concurrent callers from the moment it is asked for. */
   #client: Promise<pg.PoolClient> | undefined;
@@ -54,9 +55,9 @@ export class WindowClaims {
   /** The session serves one caller at a time: a pg client runs one query at a time, and a claim is several. */
   #turn: Promise<unknown> = Promise.resolve();
 
-  constructor(pool: pg.Pool, schema: string, logger: Logger, freshness: Freshness) {
+  constructor(pool: pg.Pool, scope: Scope, logger: Logger, freshness: Freshness) {
     this.#pool = pool;
-    this.#schema = schema;
+    this.#scope = scope;
     this.#logger = logger;
     this.#freshness = freshness;
   }
@@ -84,7 +85,7 @@ export class WindowClaims {
       this.#held.add(key);
     }
     const { madeSince, reloads } = this.#freshness;
-    if (await loadedFrom(client, this.#schema, group, madeSince, group.map(reloads))) {
+    if (await loadedFrom(client, this.#scope, group, madeSince, group.map(reloads))) {
       await this.#unlock(client, keys);
       return 'done';
     }
@@ -170,7 +171,7 @@ export class WindowClaims {
   heldByOthers(windows: readonly Window[]): Promise<Window[]> {
     return this.#inTurn(async () => {
       const client = await this.#session();
-      const holders = await windowClaimHolders(client, this.#schema, windows);
+      const holders = await windowClaimHolders(client, this.#scope, windows);
       return windows.filter((_, i) => {
         const holder = holders[i];
         return holder != null && holder.pid !== this.#pid;
@@ -179,7 +180,7 @@ export class WindowClaims {
   }
 
   #keys(group: readonly Window[]): string[] {
-    return group.map((w) => windowClaimKey(this.#schema, w));
+    return group.map((w) => windowClaimKey(this.#scope, w));
   }
 
   #inTurn<T>(work: () => Promise<T>): Promise<T> {

@@ -1,11 +1,14 @@
 import type pg from 'pg';
 import { ALL_FIELDS, type FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
+import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import type { LoadedWindow, Window } from '../model/window.js';
+import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
 /**
- * The run state kept in PostgreSQL: the target's identity and cursor (sync_state), per window its reports,
+ * The run state kept in PostgreSQL, each organization's apart (`org`, the scope's): the target's identity and
+ * cursor (sync_state), per window its reports,
  * attempts and outcome (report_windows), and every report id a window received, with its age and what became of
  * it (window_reports). A window's data is loaded when its row has a row_count, from the report `report_id` made
  * no earlier than `report_made_at`, final up to `loaded_through`; `status` tells how the latest attempt went, so
@@ -54,6 +57,13 @@ export interface WindowState extends Window {
   readonly attemptReportReceivedAt: Date | null;
 }
 
+/**
+ * $1 the default organization, $2 the scope's: whether row `w` (of a state table) is the organization's. What reads a schema before
+ * its migrations (a run deciding its range, `status`, `plan`) may meet one from before migration 008, whose rows
+ * have no org and are the default organization's; the state tables are small, so no index is missed.
+ */
+const ORG_OF_ROW = `COALESCE(to_jsonb(w) ->> 'org', $1) = $2`;
+
 /** sync_state's row as to_jsonb writes it (a date column as YYYY-MM-DD). */
 interface StoredSyncState {
   readonly post_id_field: string;
@@ -62,10 +72,12 @@ interface StoredSyncState {
   readonly field_selection?: FieldSelection | null;
 }
 
-export async function readTarget(db: Queryable, schema: string): Promise<SyncState | null> {
-  // The whole row in one read, as JSON: a schema not yet migrated to 004 has no field_selection column.
+export async function readTarget(db: Queryable, scope: Scope): Promise<SyncState | null> {
+  // The whole row in one read, as JSON: a schema not yet migrated to 004 has no field_selection column, nor one
+  // before 008 an org (its single row is the default organization's).
   const { rows } = await db.query<{ state: StoredSyncState }>(
-    `SELECT to_jsonb(s) AS state FROM ${qualified(schema, 'sync_state')} AS s`,
+    `SELECT to_jsonb(w) AS state FROM ${qualified(scope.schema, 'sync_state')} AS w WHERE ${ORG_OF_ROW}`,
+    [DEFAULT_ORGANIZATION, scope.org],
   );
   const state = rows[0]?.state;
   if (state === undefined) return null;
@@ -77,16 +89,33 @@ export async function readTarget(db: Queryable, schema: string): Promise<SyncSta
   };
 }
 
+/** The post id field the schema's tables were made for (any organization's target has it), or null: none yet. */
+export async function schemaPostIdField(db: Queryable, schema: string): Promise<string | null> {
+  const { rows } = await db.query<{ post_id_field: string }>(
+    `SELECT post_id_field FROM ${qualified(schema, 'sync_state')} LIMIT 1`,
+  );
+  return rows[0]?.post_id_field ?? null;
+}
+
+/** The organizations with a target in the schema, by id (a schema from before migration 008: the default one). */
+export async function listOrganizations(db: Queryable, schema: string): Promise<string[]> {
+  const { rows } = await db.query<{ org: string }>(
+    `SELECT DISTINCT COALESCE(to_jsonb(w) ->> 'org', $1) AS org FROM ${qualified(schema, 'sync_state')} w ORDER BY 1`,
+    [DEFAULT_ORGANIZATION],
+  );
+  return rows.map((r) => r.org);
+}
+
 export async function writeTarget(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   postIdField: string,
   filters: Filters,
 ): Promise<void> {
   await db.query(
-    `INSERT INTO ${qualified(schema, 'sync_state')} (post_id_field, filters) VALUES ($1, $2)
-     ON CONFLICT (singleton) DO UPDATE SET post_id_field = $1, filters = $2, cursor_date = NULL, updated_at = now()`,
-    [postIdField, JSON.stringify(filters)],
+    `INSERT INTO ${qualified(scope.schema, 'sync_state')} (org, post_id_field, filters) VALUES ($3, $1, $2)
+     ON CONFLICT (org) DO UPDATE SET post_id_field = $1, filters = $2, cursor_date = NULL, updated_at = now()`,
+    [postIdField, JSON.stringify(filters), scope.org],
   );
 }
 
@@ -99,34 +128,43 @@ export interface ResetCounts {
 }
 
 /**
- * Starts the schema over (--reset): drops every partition and stage, forgets every window, and records the
- * target anew without a cursor. Run it inside one transaction, so that a failure leaves everything as it was.
- * The partitions are dropped, not emptied, so that the period now configured applies to every date again.
+ * Starts the organization over (--reset): drops its partitions and stages, forgets its windows and reports, and
+ * records its target anew without a cursor, counting the reset (resetCount); another organization's rows and
+ * state are not touched. Run it inside one transaction, so that a failure leaves everything as it was. The
+ * partitions are dropped, not emptied, so that the period now configured applies to every date again.
  */
 export async function resetTarget(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   postIdField: string,
   filters: Filters,
 ): Promise<ResetCounts> {
+  const { schema, org } = scope;
   const counts = await db.query<{ windows: number; posts: string }>(
     `SELECT count(*)::int AS windows, COALESCE(sum(row_count), 0)::text AS posts
-       FROM ${qualified(schema, 'report_windows')} WHERE row_count IS NOT NULL`,
+       FROM ${qualified(schema, 'report_windows')} WHERE org = $1 AND row_count IS NOT NULL`,
+    [org],
   );
+  // An organization's partitions are those whose bounds are its own (their names follow from them).
   const tables = await db.query<{ name: string }>(
     `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
       WHERE i.inhparent IN (to_regclass($1), to_regclass($2))
-     UNION SELECT stage_posts FROM ${qualified(schema, 'stage_progress')}
-     UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')}`,
-    [qualified(schema, 'posts'), qualified(schema, 'post_custom_segments')],
+        AND starts_with(pg_get_expr(c.relpartbound, c.oid), 'FOR VALUES FROM (' || quote_literal($3::text) || ',')
+     UNION SELECT stage_posts FROM ${qualified(schema, 'stage_progress')} WHERE org = $3
+     UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')} WHERE org = $3`,
+    [qualified(schema, 'posts'), qualified(schema, 'post_custom_segments'), org],
   );
   for (const { name } of tables.rows) {
     await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
   }
+  for (const table of ['report_windows', 'stage_progress', 'window_reports']) {
+    await db.query(`DELETE FROM ${qualified(schema, table)} WHERE org = $1`, [org]);
+  }
+  await writeTarget(db, scope, postIdField, filters);
   await db.query(
-    `TRUNCATE ${qualified(schema, 'report_windows')}, ${qualified(schema, 'stage_progress')}, ${qualified(schema, 'window_reports')}`,
+    `UPDATE ${qualified(schema, 'sync_state')} SET reset_count = reset_count + 1 WHERE org = $1`,
+    [org],
   );
-  await writeTarget(db, schema, postIdField, filters);
   const row = counts.rows[0];
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
 }
@@ -148,14 +186,15 @@ export interface ResetPreview extends ResetCounts {
 }
 
 /** What resetTarget would remove now; reads only. Throws UNDEFINED_TABLE when the schema is not set up. */
-export async function previewReset(db: Queryable, schema: string): Promise<ResetPreview> {
+export async function previewReset(db: Queryable, scope: Scope): Promise<ResetPreview> {
   const { rows } = await db.query<{ windows: number; posts: string; from: string | null; to: string | null }>(
     `SELECT count(*)::int AS windows, COALESCE(sum(row_count), 0)::text AS posts,
             min(window_start)::text AS "from", max(window_end)::text AS "to"
-       FROM ${qualified(schema, 'report_windows')} WHERE row_count IS NOT NULL`,
+       FROM ${qualified(scope.schema, 'report_windows')} w WHERE row_count IS NOT NULL AND ${ORG_OF_ROW}`,
+    [DEFAULT_ORGANIZATION, scope.org],
   );
   const row = rows[0];
-  const target = await readTarget(db, schema);
+  const target = await readTarget(db, scope);
   return {
     windows: row?.windows ?? 0,
     posts: Number(row?.posts ?? 0),
@@ -172,28 +211,30 @@ export async function previewReset(db: Queryable, schema: string): Promise<Reset
  */
 export async function loadedFrom(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   windows: readonly Window[],
   madeSince: Date,
   reloads: readonly boolean[],
 ): Promise<boolean> {
   const { rows } = await db.query<{ done: boolean }>(
     `SELECT count(*) = cardinality($1::date[]) AS done
-       FROM ${qualified(schema, 'report_windows')} w
+       FROM ${qualified(scope.schema, 'report_windows')} w
        JOIN unnest($1::date[], $2::date[], $4::boolean[]) AS g(s, e, again)
-         ON w.window_start = g.s AND w.window_end = g.e
+         ON w.org = $5 AND w.window_start = g.s AND w.window_end = g.e
       WHERE w.status = 'loaded'
         AND (w.report_made_at >= $3 OR (NOT g.again AND w.loaded_through >= w.window_end))`,
-    [windows.map((w) => w.start), windows.map((w) => w.end), madeSince, reloads],
+    [windows.map((w) => w.start), windows.map((w) => w.end), madeSince, reloads, scope.org],
   );
   return rows[0]?.done === true;
 }
 
 /** The first date of the loaded history (null when nothing is loaded). Reads only columns of every version. */
-export async function firstLoadedDate(db: Queryable, schema: string): Promise<string | null> {
+export async function firstLoadedDate(db: Queryable, scope: Scope): Promise<string | null> {
+  // Before migration 008 the table has no org: its rows are the default organization's.
   const { rows } = await db.query<{ first: string | null }>(
-    `SELECT to_char(min(window_start), 'YYYY-MM-DD') AS first FROM ${qualified(schema, 'report_windows')}
-      WHERE row_count IS NOT NULL`,
+    `SELECT to_char(min(window_start), 'YYYY-MM-DD') AS first FROM ${qualified(scope.schema, 'report_windows')} w
+      WHERE row_count IS NOT NULL AND ${ORG_OF_ROW}`,
+    [DEFAULT_ORGANIZATION, scope.org],
   );
   return rows[0]?.first ?? null;
 }
@@ -202,20 +243,23 @@ export async function firstLoadedDate(db: Queryable, schema: string): Promise<st
  * Moves the sync cursor to `date` unless it is already further: syncs running at once end in any order, and none
  * may take back what another reached. Returns the cursor now stored.
  */
-export async function advanceCursorTo(db: Queryable, schema: string, date: string): Promise<string | null> {
+export async function advanceCursorTo(db: Queryable, scope: Scope, date: string): Promise<string | null> {
   const { rows } = await db.query<{ cursor: string | null }>(
-    `UPDATE ${qualified(schema, 'sync_state')}
+    `UPDATE ${qualified(scope.schema, 'sync_state')}
         SET cursor_date = GREATEST(cursor_date, $1::date), updated_at = now()
+      WHERE org = $2
       RETURNING to_char(cursor_date, 'YYYY-MM-DD') AS cursor`,
-    [date],
+    [date, scope.org],
   );
   return rows[0]?.cursor ?? null;
 }
 
 /** The sync cursor stored now. */
-export async function readCursor(db: Queryable, schema: string): Promise<string | null> {
+export async function readCursor(db: Queryable, scope: Scope): Promise<string | null> {
   const { rows } = await db.query<{ cursor: string | null }>(
-    `SELECT to_char(cursor_date, 'YYYY-MM-DD') AS cursor FROM ${qualified(schema, 'sync_state')}`,
+    `SELECT to_char(cursor_date, 'YYYY-MM-DD') AS cursor FROM ${qualified(scope.schema, 'sync_state')}
+      WHERE org = $1`,
+    [scope.org],
   );
   return rows[0]?.cursor ?? null;
 }
@@ -263,27 +307,32 @@ function toWindowState(row: WindowRow): WindowState {
   };
 }
 
-export async function listWindows(db: Queryable, schema: string): Promise<WindowState[]> {
+export async function listWindows(db: Queryable, scope: Scope): Promise<WindowState[]> {
   const { rows } = await db.query<WindowRow>(
-    `SELECT ${WINDOW_COLUMNS} FROM ${qualified(schema, 'report_windows')} ORDER BY window_start, window_end`,
+    `SELECT ${WINDOW_COLUMNS} FROM ${qualified(scope.schema, 'report_windows')} w WHERE ${ORG_OF_ROW}
+      ORDER BY window_start, window_end`,
+    [DEFAULT_ORGANIZATION, scope.org],
   );
   return rows.map(toWindowState);
 }
 
 /** The windows whose data is in the tables; `complete` unless loaded open (before their last date was over). */
-export async function loadedWindows(db: Queryable, schema: string): Promise<LoadedWindow[]> {
+export async function loadedWindows(db: Queryable, scope: Scope): Promise<LoadedWindow[]> {
   const { rows } = await db.query<LoadedWindow>(
     `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end,
             COALESCE(loaded_through >= window_end, false) AS complete
-       FROM ${qualified(schema, 'report_windows')} WHERE row_count IS NOT NULL ORDER BY window_start`,
+       FROM ${qualified(scope.schema, 'report_windows')} w WHERE row_count IS NOT NULL AND ${ORG_OF_ROW}
+      ORDER BY window_start`,
+    [DEFAULT_ORGANIZATION, scope.org],
   );
   return rows;
 }
 
-export async function readWindow(db: Queryable, schema: string, window: Window): Promise<WindowState | null> {
+export async function readWindow(db: Queryable, scope: Scope, window: Window): Promise<WindowState | null> {
   const { rows } = await db.query<WindowRow>(
-    `SELECT ${WINDOW_COLUMNS} FROM ${qualified(schema, 'report_windows')} WHERE window_start = $1 AND window_end = $2`,
-    [window.start, window.end],
+    `SELECT ${WINDOW_COLUMNS} FROM ${qualified(scope.schema, 'report_windows')}
+      WHERE org = $3 AND window_start = $1 AND window_end = $2`,
+    [window.start, window.end, scope.org],
   );
   return rows[0] ? toWindowState(rows[0]) : null;
 }
@@ -291,17 +340,18 @@ export async function readWindow(db: Queryable, schema: string, window: Window):
 /** Starts an attempt on a window: counts it, and keeps the report of an attempt in progress, if any. */
 export async function startAttempt(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   filters: Filters,
 ): Promise<void> {
   await db.query(
-    `INSERT INTO ${qualified(schema, 'report_windows')} (window_start, window_end, filters, status, attempts, started_at)
-     VALUES ($1, $2, $3, 'extracting', 1, now())
-     ON CONFLICT (window_start, window_end) DO UPDATE
+    `INSERT INTO ${qualified(scope.schema, 'report_windows')}
+       (org, window_start, window_end, filters, status, attempts, started_at)
+     VALUES ($4, $1, $2, $3, 'extracting', 1, now())
+     ON CONFLICT (org, window_start, window_end) DO UPDATE
        SET status = 'extracting', attempts = report_windows.attempts + 1, last_error = NULL,
            filters = $3, started_at = now(), updated_at = now()`,
-    [window.start, window.end, JSON.stringify(filters)],
+    [window.start, window.end, JSON.stringify(filters), scope.org],
   );
 }
 
@@ -311,15 +361,22 @@ export async function startAttempt(
  */
 export async function recordReport(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   report: KnownReport | null,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${qualified(schema, 'report_windows')}
+    `UPDATE ${qualified(scope.schema, 'report_windows')}
         SET attempt_report_id = $3, report_created_at = $4, attempt_report_made_at = $5, updated_at = now()
-      WHERE window_start = $1 AND window_end = $2`,
-    [window.start, window.end, report?.reportId ?? null, report?.receivedAt ?? null, report?.madeAt ?? null],
+      WHERE org = $6 AND window_start = $1 AND window_end = $2`,
+    [
+      window.start,
+      window.end,
+      report?.reportId ?? null,
+      report?.receivedAt ?? null,
+      report?.madeAt ?? null,
+      scope.org,
+    ],
   );
 }
 
@@ -351,25 +408,26 @@ interface KnownReportRow {
  */
 export async function receiveReport(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   reportId: string,
   at: Date,
   reuseMs: number,
 ): Promise<KnownReport> {
-  const table = qualified(schema, 'window_reports');
+  const table = qualified(scope.schema, 'window_reports');
   const { rows } = await db.query<KnownReportRow>(
     `WITH added AS (
-       INSERT INTO ${table} (window_start, window_end, report_id, received_at, made_at)
-       VALUES ($1, $2, $3, $4, $4::timestamptz - $5 * interval '1 millisecond')
+       INSERT INTO ${table} (org, window_start, window_end, report_id, received_at, made_at)
+       VALUES ($6, $1, $2, $3, $4, $4::timestamptz - $5 * interval '1 millisecond')
        ON CONFLICT DO NOTHING
        RETURNING received_at, made_at, outcome, true AS first
      )
      SELECT * FROM added
      UNION ALL
      SELECT received_at, made_at, outcome, false FROM ${table}
-      WHERE window_start = $1 AND window_end = $2 AND report_id = $3 AND NOT EXISTS (SELECT 1 FROM added)`,
-    [window.start, window.end, reportId, at, reuseMs],
+      WHERE org = $6 AND window_start = $1 AND window_end = $2 AND report_id = $3
+        AND NOT EXISTS (SELECT 1 FROM added)`,
+    [window.start, window.end, reportId, at, reuseMs, scope.org],
   );
   const row = rows[0]!;
   return {
@@ -384,15 +442,15 @@ export async function receiveReport(
 /** Records that a report the window received failed or is gone: handed back again, it is not polled. */
 export async function recordReportOutcome(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   reportId: string,
   outcome: 'failed' | 'gone',
 ): Promise<void> {
   await db.query(
-    `UPDATE ${qualified(schema, 'window_reports')} SET outcome = $4
-      WHERE window_start = $1 AND window_end = $2 AND report_id = $3`,
-    [window.start, window.end, reportId, outcome],
+    `UPDATE ${qualified(scope.schema, 'window_reports')} SET outcome = $4
+      WHERE org = $5 AND window_start = $1 AND window_end = $2 AND report_id = $3`,
+    [window.start, window.end, reportId, outcome, scope.org],
   );
 }
 
@@ -402,17 +460,17 @@ export async function recordReportOutcome(
  */
 export async function newerLoads(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   madeAt: Date | null,
 ): Promise<Window[]> {
   const { rows } = await db.query<Window>(
     `SELECT to_char(window_start, 'YYYY-MM-DD') AS start, to_char(window_end, 'YYYY-MM-DD') AS end
-       FROM ${qualified(schema, 'report_windows')}
-      WHERE row_count IS NOT NULL AND window_start <= $2 AND window_end >= $1
+       FROM ${qualified(scope.schema, 'report_windows')}
+      WHERE org = $4 AND row_count IS NOT NULL AND window_start <= $2 AND window_end >= $1
         AND report_made_at > COALESCE($3::timestamptz, '-infinity')
       ORDER BY window_start`,
-    [window.start, window.end, madeAt],
+    [window.start, window.end, madeAt, scope.org],
   );
   return rows;
 }
@@ -424,19 +482,19 @@ export async function newerLoads(
  */
 export async function endAttempt(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   outcome: 'failed' | 'pending',
   message: string,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${qualified(schema, 'report_windows')}
+    `UPDATE ${qualified(scope.schema, 'report_windows')}
         SET status = $3, last_error = $4,
             attempt_report_id = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_id END,
             attempt_report_made_at = CASE WHEN $3 = 'failed' THEN NULL ELSE attempt_report_made_at END,
             updated_at = now()
-      WHERE window_start = $1 AND window_end = $2 AND status <> 'loaded'`,
-    [window.start, window.end, outcome, message],
+      WHERE org = $5 AND window_start = $1 AND window_end = $2 AND status <> 'loaded'`,
+    [window.start, window.end, outcome, message, scope.org],
   );
 }
 
@@ -446,38 +504,40 @@ export async function endAttempt(
  */
 export async function recordStageReport(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   reportId: string,
   filters: unknown,
 ): Promise<void> {
+  const { schema } = scope;
   await db.query(
     `INSERT INTO ${qualified(schema, 'report_windows')}
-       (window_start, window_end, filters, attempt_report_id, status, started_at)
-     VALUES ($1, $2, COALESCE($4::jsonb, (SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
+       (org, window_start, window_end, filters, attempt_report_id, status, started_at)
+     VALUES ($5, $1, $2,
+             COALESCE($4::jsonb, (SELECT filters FROM ${qualified(schema, 'sync_state')} WHERE org = $5), '{}'::jsonb),
              $3, 'staging', now())
-     ON CONFLICT (window_start, window_end) DO UPDATE
+     ON CONFLICT (org, window_start, window_end) DO UPDATE
        SET attempt_report_id = EXCLUDED.attempt_report_id,
            attempt_report_made_at = CASE WHEN report_windows.attempt_report_id = EXCLUDED.attempt_report_id
                                          THEN report_windows.attempt_report_made_at END,
            report_created_at = CASE WHEN report_windows.attempt_report_id = EXCLUDED.attempt_report_id
                                     THEN report_windows.report_created_at END,
            updated_at = now()`,
-    [window.start, window.end, reportId, filters === null ? null : JSON.stringify(filters)],
+    [window.start, window.end, reportId, filters === null ? null : JSON.stringify(filters), scope.org],
   );
 }
 
 /** Records how many pages of a window are staged. */
 export async function recordPagesStaged(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   pages: number,
 ): Promise<void> {
   await db.query(
-    `UPDATE ${qualified(schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
-      WHERE window_start = $1 AND window_end = $2`,
-    [window.start, window.end, pages],
+    `UPDATE ${qualified(scope.schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
+      WHERE org = $4 AND window_start = $1 AND window_end = $2`,
+    [window.start, window.end, pages, scope.org],
   );
 }
 
@@ -498,46 +558,43 @@ export interface LoadedReport {
  */
 export async function markLoaded(
   db: Queryable,
-  schema: string,
+  scope: Scope,
   window: Window,
   loaded: LoadedReport,
 ): Promise<void> {
+  const { schema } = scope;
   const reports = qualified(schema, 'window_reports');
   await db.query(
     `WITH made AS (
        UPDATE ${reports} SET outcome = 'loaded'
-        WHERE window_start = $1 AND window_end = $2 AND report_id = $3
+        WHERE org = $7 AND window_start = $1 AND window_end = $2 AND report_id = $3
        RETURNING made_at
      )
      INSERT INTO ${qualified(schema, 'report_windows')}
-       (window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through, finished_at,
-        report_made_at)
-     SELECT $1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')}), '{}'::jsonb),
+       (org, window_start, window_end, filters, report_id, status, pages_staged, row_count, loaded_through,
+        finished_at, report_made_at)
+     SELECT $7, $1, $2, COALESCE((SELECT filters FROM ${qualified(schema, 'sync_state')} WHERE org = $7), '{}'::jsonb),
             $3, 'loaded', $4, $5,
             LEAST($2::date, (made.made_at AT TIME ZONE 'UTC')::date - 1,
                   COALESCE($6::date, (now() AT TIME ZONE 'UTC')::date) - 1),
             now(), made.made_at
        FROM (SELECT 1) AS one LEFT JOIN made ON true
-     ON CONFLICT (window_start, window_end) DO UPDATE
+     ON CONFLICT (org, window_start, window_end) DO UPDATE
        SET status = 'loaded', report_id = EXCLUDED.report_id, attempt_report_id = NULL,
            attempt_report_made_at = NULL, report_made_at = EXCLUDED.report_made_at,
            pages_staged = EXCLUDED.pages_staged, row_count = EXCLUDED.row_count,
            loaded_through = EXCLUDED.loaded_through, finished_at = now(), updated_at = now()`,
-    [window.start, window.end, loaded.reportId, loaded.pages, loaded.rows, loaded.today],
+    [window.start, window.end, loaded.reportId, loaded.pages, loaded.rows, loaded.today, scope.org],
   );
 }
 
 /** Forgets windows replaced by windows of another size. */
-export async function forgetWindows(
-  db: Queryable,
-  schema: string,
-  windows: readonly Window[],
-): Promise<void> {
+export async function forgetWindows(db: Queryable, scope: Scope, windows: readonly Window[]): Promise<void> {
   if (windows.length === 0) return;
   await db.query(
-    `DELETE FROM ${qualified(schema, 'report_windows')} w
+    `DELETE FROM ${qualified(scope.schema, 'report_windows')} w
       USING unnest($1::date[], $2::date[]) AS o(s, e)
-      WHERE w.window_start = o.s AND w.window_end = o.e`,
-    [windows.map((w) => w.start), windows.map((w) => w.end)],
+      WHERE w.org = $3 AND w.window_start = o.s AND w.window_end = o.e`,
+    [windows.map((w) => w.start), windows.map((w) => w.end), scope.org],
   );
 }

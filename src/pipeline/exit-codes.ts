@@ -36,7 +36,7 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
   {
     code: EXIT.lockHeld,
     meaning:
-      'a `--reset` or a migration (`migrate`, or a run of a newer version) waited `POST_REPORTS_LOCK_WAIT_MS` for the runs on the schema to end, or a run waited that long for one of them: runs themselves share a schema',
+      'a `--reset` (a rename) or a migration (`migrate`, or a run of a newer version) waited `POST_REPORTS_LOCK_WAIT_MS` for the runs of the organization (of the schema) to end, or a run waited that long for one of them: runs themselves share a schema',
   },
   {
     code: EXIT.interrupted,

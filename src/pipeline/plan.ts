@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { type LockHolder, windowClaimHolders } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import type { Scope } from '../load/scope.js';
 import {
   firstLoadedDate,
   listWindows,
@@ -15,6 +16,7 @@ import {
   type WindowState,
 } from '../load/window-state.js';
 import { byStart, type LoadedWindow, type Window } from '../model/window.js';
+import { runScope } from './run-context.js';
 import type { LoadedHistory, RunRange } from './run-request.js';
 import { planWindows } from './windows.js';
 
@@ -43,7 +45,8 @@ interface SchemaState {
 const NOTHING: SchemaState = { history: { cursor: null, firstLoaded: null }, loaded: [], windows: [] };
 
 /**
- * The windows `resolve` gives for what the schema holds, with their standing; `config` names the schema. With
+ * The windows `resolve` gives for what the organization holds, with their standing; `config` names the schema and
+ * the organization. With
  * `reset`, as a --reset run plans them: from nothing loaded, each window loaded, its standing shown as it is now.
  */
 export async function planRun(
@@ -52,8 +55,8 @@ export async function planRun(
   resolve: (history: LoadedHistory) => RunRange,
   options: { readonly reset?: boolean } = {},
 ): Promise<PlannedWindow[]> {
-  const schema = config.db.schema;
-  const state = await readState(pool, schema);
+  const scope = runScope(config);
+  const state = await readState(pool, scope);
   const from = options.reset === true ? NOTHING : state;
   const range = resolve(from.history);
   const plan = planWindows(range.windows, from.loaded, {
@@ -62,7 +65,7 @@ export async function planRun(
   });
   const toLoad = plan.groups.flat();
   const all = [...toLoad, ...plan.skipped].sort(byStart);
-  const holders = await windowClaimHolders(pool, schema, all);
+  const holders = await windowClaimHolders(pool, scope, all);
   return all.map((window, i) => {
     const recorded = state.windows.find((w) => w.start === window.start && w.end === window.end);
     const claimedBy = holders[i] ?? null;
@@ -94,14 +97,14 @@ function stateOf(recorded: WindowState | undefined): PlanState {
   }
 }
 
-async function readState(pool: pg.Pool, schema: string): Promise<SchemaState> {
+async function readState(pool: pg.Pool, scope: Scope): Promise<SchemaState> {
   try {
-    const target = await readTarget(pool, schema);
+    const target = await readTarget(pool, scope);
     if (target === null) return NOTHING;
     return {
-      history: { cursor: target.cursorDate, firstLoaded: await firstLoadedDate(pool, schema) },
-      loaded: await loadedWindows(pool, schema),
-      windows: await listWindows(pool, schema),
+      history: { cursor: target.cursorDate, firstLoaded: await firstLoadedDate(pool, scope) },
+      loaded: await loadedWindows(pool, scope),
+      windows: await listWindows(pool, scope),
     };
   } catch (error) {
     // A schema not set up yet: nothing is loaded.

@@ -6,6 +6,7 @@ import { type DeclaredType, expectedFields } from '../load/declared-types.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { addDeclaredColumns } from '../load/schema-evolution.js';
+import { type Scope, scopeName } from '../load/scope.js';
 import { applyFieldSelection, readStoredFields } from '../load/stored-fields.js';
 import {
   firstLoadedDate,
@@ -14,12 +15,13 @@ import {
   readTarget,
   resetTarget,
   type SyncState,
+  schemaPostIdField,
   writeTarget,
 } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
 import { canonicalFilters, type Filters } from '../model/filters.js';
-import type { RunContext } from './run-context.js';
+import { type RunContext, runScope } from './run-context.js';
 import type { LoadedHistory, RunRange, RunRequest } from './run-request.js';
 import { checkFieldSelection } from './target-fields.js';
 import { planWindows, type WindowGroup } from './windows.js';
@@ -48,30 +50,35 @@ export async function prepareRun(
   logger: Logger,
 ): Promise<PreparedRun> {
   const { config, signal } = context;
-  const schema = config.db.schema;
-  const stored = await peekTarget(pool, schema);
+  const scope = runScope(config);
+  const { stored, postIdField } = await peekTarget(pool, scope);
   const range = request.resolve(request.reset || stored === null ? NOTHING_LOADED : stored.history);
-  checkTarget(stored?.target ?? null, config, filters, request.reset);
+  checkTarget(stored?.target ?? null, postIdField, config, filters, request.reset);
   const fields = checkFieldSelection(
     config,
-    await readStoredFields(pool, schema, stored?.target.fieldSelection ?? null),
+    await readStoredFields(pool, scope.schema, stored?.target.fieldSelection ?? null),
     request.reset,
   );
-  const target = { schema, postIdField: config.api.postIdField, partitionPeriod: config.db.partitionPeriod };
+  const target = {
+    schema: scope.schema,
+    postIdField: config.api.postIdField,
+    partitionPeriod: config.db.partitionPeriod,
+    org: scope.org,
+  };
   await migrate(pool, target, logger, signal);
   let reset: ResetCounts | undefined;
   let cursor: string | null = null;
   if (request.reset) {
     reset = await withTransaction(pool, signal, async (client) => {
-      const counts = await resetTarget(client, schema, config.api.postIdField, filters);
-      await applyFieldSelection(client, schema, fields);
+      const counts = await resetTarget(client, scope, config.api.postIdField, filters);
+      await applyFieldSelection(client, scope, fields);
       return counts;
     });
-    logger.warn({ reset }, 'starting over (--reset): the schema was cleared');
+    logger.warn({ reset }, `starting over (--reset): ${scopeName(scope)} was cleared`);
   } else if (stored === null) {
     await withTransaction(pool, signal, async (client) => {
-      await writeTarget(client, schema, config.api.postIdField, filters);
-      await applyFieldSelection(client, schema, fields);
+      await writeTarget(client, scope, config.api.postIdField, filters);
+      await applyFieldSelection(client, scope, fields);
     });
   } else {
     cursor = stored.target.cursorDate;
@@ -84,7 +91,7 @@ export async function prepareRun(
     signal,
   );
   if (range.notice !== undefined) logger.warn(range.notice);
-  const loaded = await loadedWindows(pool, schema);
+  const loaded = await loadedWindows(pool, scope);
   const plan = planWindows(range.windows, loaded, {
     reload: range.reload,
     ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
@@ -111,38 +118,51 @@ function keptFields(
   return keep === null ? fields : new Map([...fields].filter(([field]) => keep(field)));
 }
 
-/** The stored target and history, or null when the schema has not been set up yet. */
+/**
+ * The organization's stored target and history (null when it has none yet), and the post id field the schema's
+ * tables were made for (null when the schema is not set up yet): every organization shares the column.
+ */
 async function peekTarget(
   pool: pg.Pool,
-  schema: string,
-): Promise<{ target: SyncState; history: LoadedHistory } | null> {
+  scope: Scope,
+): Promise<{ stored: { target: SyncState; history: LoadedHistory } | null; postIdField: string | null }> {
   try {
-    const target = await readTarget(pool, schema);
-    if (target === null) return null;
-    const firstLoaded = await firstLoadedDate(pool, schema);
-    return { target, history: { cursor: target.cursorDate, firstLoaded } };
+    const postIdField = await schemaPostIdField(pool, scope.schema);
+    const target = await readTarget(pool, scope);
+    if (target === null) return { stored: null, postIdField };
+    const firstLoaded = await firstLoadedDate(pool, scope);
+    return { stored: { target, history: { cursor: target.cursorDate, firstLoaded } }, postIdField };
   } catch (error) {
-    if (sqlState(error) === UNDEFINED_TABLE) return null;
+    if (sqlState(error) === UNDEFINED_TABLE) return { stored: null, postIdField: null };
     throw error;
   }
 }
 
-/** Refuses a run whose filters or post id field differ from what the schema was loaded with, unless resetting. */
-function checkTarget(stored: SyncState | null, config: Config, filters: Filters, reset: boolean): void {
-  if (stored === null) return;
+/**
+ * Refuses a run whose post id field differs from the one the schema's tables were made for, or whose filters
+ * differ from those its organization was loaded with, unless resetting.
+ */
+function checkTarget(
+  stored: SyncState | null,
+  postIdField: string | null,
+  config: Config,
+  filters: Filters,
+  reset: boolean,
+): void {
   const schema = config.db.schema;
-  if (stored.postIdField !== config.api.postIdField) {
+  if (postIdField !== null && postIdField !== config.api.postIdField) {
     throw new ConfigError(
       'FILTERS_CHANGED',
-      `schema "${schema}" was loaded with post id field "${stored.postIdField}", not "${config.api.postIdField}": use another schema`,
+      `schema "${schema}" was loaded with post id field "${postIdField}", not "${config.api.postIdField}": use another schema`,
     );
   }
+  if (stored === null) return;
   const before = JSON.stringify(canonicalFilters(stored.filters));
   const now = JSON.stringify(filters);
   if (before !== now && !reset) {
     throw new ConfigError(
       'FILTERS_CHANGED',
-      `schema "${schema}" was loaded with filters ${before}, this run has ${now}: pass --reset to clear it, or use another schema`,
+      `${scopeName(runScope(config))} was loaded with filters ${before}, this run has ${now}: pass --reset to clear it, or use another schema`,
     );
   }
 }

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import type { Loader } from '../load/loader.js';
+import type { Scope } from '../load/scope.js';
 import type { Logger } from '../logger.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
@@ -35,4 +36,9 @@ export interface ActiveRun {
   /** The clock every date and report age of the run is read from. */
   readonly clock: Clock;
   readonly onProgress?: (event: ProgressEvent) => void;
+}
+
+/** Where the run's rows and state are: the configured schema and organization. */
+export function runScope(config: Config): Scope {
+  return { schema: config.db.schema, org: config.db.organization };
 }

@@ -7,10 +7,11 @@ import { validateFilters } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
 import { asStoreError, createPool, waitForDatabase } from '../load/database.js';
 import { Loader } from '../load/loader.js';
-import { acquireRunLock, type RunLock, runLockKey, sessionHolds } from '../load/locks.js';
+import { acquireRunLocks, organizationLockScope, type RunLocks, schemaLockScope } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
 import { sqlState } from '../load/pg-error-codes.js';
-import { schemaEpoch } from '../load/schema-epoch.js';
+import { organizationEpoch, schemaEpoch } from '../load/schema-epoch.js';
+import type { Scope } from '../load/scope.js';
 import { sessionName } from '../load/session-name.js';
 import { WindowClaims } from '../load/window-claims.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
@@ -22,7 +23,7 @@ import { VERSION } from '../version.js';
 import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
 import { type PreparedRun, prepareRun } from './prepare-run.js';
-import type { ActiveRun, RunContext } from './run-context.js';
+import { type ActiveRun, type RunContext, runScope } from './run-context.js';
 import { RunCounters } from './run-counters.js';
 import { type LoadOutcome, loadGroups } from './run-groups.js';
 import type { RunRequest } from './run-request.js';
@@ -49,8 +50,9 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
   const api = new ApiClient(config.api, logger, { onRetry: () => counters.retried() });
   logger.info({ version: VERSION }, 'run started');
   const pool = createPool(config.db, logger, {
-    // The windows' connections, the run lock's, the window claims', and one for the run's own reads.
-    max: config.run.concurrency + 3,
+    // The windows' connections, the run locks' (the schema's and the organization's), the window claims', and one
+    // for the run's own reads.
+    max: config.run.concurrency + 4,
     applicationName: sessionName(runId, process.pid, hostname()),
   });
   try {
@@ -63,28 +65,49 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       schema: config.db.schema,
       postIdField: config.api.postIdField,
       partitionPeriod: config.db.partitionPeriod,
+      org: config.db.organization,
     };
-    const lock: RunLock = await acquireRunLock(pool, config.db.schema, config.db.lockWaitMs, {
+    const scope = runScope(config);
+    // The schema's lock, then the organization's: those who need either alone (a migration, a reset) wait for
+    // the runs that share it, and runs of other organizations never wait for a reset.
+    const lockOptions = (name: string, epoch: (db: Queryable) => Promise<string>) => ({
       signal: stop.signal,
-      alone: (db) => needsSchemaAlone(db, target, request),
-      onWait: (message) => logger.warn(message),
+      onWait: (message: string) => logger.warn(message),
       regain: {
         waitMs: config.db.reconnectWaitMs ?? 0,
-        epoch: (db) => schemaEpoch(db, config.db.schema),
-        onLost: (error) => {
+        epoch,
+        onLost: (error: Error) => {
           logger.warn(
             { code: sqlState(error), reason: oneLine(error.message) },
-            'the run lock session was lost: no commit until the lock is taken again',
+            `the ${name} lock session was lost: no commit until the lock is taken again`,
           );
-          // Nothing held the schema alone meanwhile, or the run stops: its windows in flight are interrupted.
-          lock.held().catch((lost: unknown) => stop.fail(asStoreError('the run lock', lost)));
+          // Nothing held it alone meanwhile, or the run stops: its windows in flight are interrupted. (Lost while
+          // the run still takes its other lock, it is awaited before the first commit all the same.)
+          locks?.held().catch((lost: unknown) => stop.fail(asStoreError(`the ${name} lock`, lost)));
         },
-        onRegained: () =>
-          logger.info('the run lock was taken again; nothing held the schema alone meanwhile'),
+        onRegained: () => logger.info(`the ${name} lock was taken again; nothing held it alone meanwhile`),
       },
-    }).catch((error: unknown) => {
+    });
+    let locks: RunLocks | undefined;
+    const lock = await acquireRunLocks(pool, config.db.lockWaitMs, [
+      {
+        scope: schemaLockScope(config.db.schema),
+        options: {
+          ...lockOptions('run', (db) => schemaEpoch(db, config.db.schema)),
+          alone: (db) => migrationAlone(db, target),
+        },
+      },
+      {
+        scope: organizationLockScope(scope),
+        options: {
+          ...lockOptions('organization', (db) => organizationEpoch(db, scope)),
+          alone: async () => (request.reset ? '--reset' : null),
+        },
+      },
+    ]).catch((error: unknown) => {
       throw connectionError(config.db.url.reveal(), error);
     });
+    locks = lock;
     try {
       const loader = new Loader(pool, target, logger);
       const run: ActiveRun = {
@@ -112,9 +135,8 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
-/** Why a run needs its schema alone before it starts (a reset, pending migrations), or null: it shares it. */
-async function needsSchemaAlone(db: Queryable, target: Target, request: RunRequest): Promise<string | null> {
-  if (request.reset) return '--reset';
+/** Why a run needs its schema alone before it starts (pending migrations), or null: it shares it. */
+async function migrationAlone(db: Queryable, target: Target): Promise<string | null> {
   const pending = await pendingMigrations(db, target);
   return pending.length === 0 ? null : `migration ${pending[0]}`;
 }
@@ -127,7 +149,7 @@ async function loadRun(
   run: ActiveRun,
   request: RunRequest,
   started: number,
-  lock: RunLock,
+  lock: RunLocks,
   madeSince: Date,
 ): Promise<RunSummary> {
   const { config, pool, stop, logger } = run;
@@ -135,7 +157,7 @@ async function loadRun(
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
   const { range } = prepared;
-  const claims = new WindowClaims(pool, config.db.schema, logger, {
+  const claims = new WindowClaims(pool, runScope(config), logger, {
     madeSince,
     reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
   });
@@ -151,7 +173,7 @@ async function loadRun(
     });
     const cursor =
       request.moveCursor && !signal.aborted
-        ? await advanceCursor(pool, config.db.schema, prepared, outcome.failures, claims)
+        ? await advanceCursor(pool, runScope(config), prepared, outcome.failures, claims)
         : prepared.cursor;
     if (stop.cause !== undefined) {
       logger.error({ code: stop.cause.code, reason: oneLine(stop.cause.message) }, 'run stopped');
@@ -170,17 +192,15 @@ async function loadRun(
  */
 async function commitHeld(
   run: ActiveRun,
-  lock: RunLock,
+  lock: RunLocks,
   claims: WindowClaims,
   group: WindowGroup,
   today: string,
 ): Promise<{ rows: number }> {
   const { stop, loader, logger, pool, config } = run;
-  const schema = config.db.schema;
   // Checked inside the commit's transaction: a session lost since the checks above commits nothing.
   const verify = async (client: pg.PoolClient): Promise<void> => {
-    const pid = lock.pid;
-    if (pid === undefined || !(await sessionHolds(client, pid, [runLockKey(schema)]))) {
+    if (!(await lock.heldIn(client))) {
       throw new StoreError('DB_CONNECTION_LOST', 'the run lock was lost before the commit');
     }
     if (!(await claims.heldIn(client, group))) {
@@ -214,7 +234,7 @@ async function commitHeld(
  */
 async function advanceCursor(
   pool: pg.Pool,
-  schema: string,
+  scope: Scope,
   run: PreparedRun,
   failures: readonly WindowFailure[],
   claims: WindowClaims,
@@ -223,8 +243,8 @@ async function advanceCursor(
   const held = await claims.heldByOthers(range.windows);
   const firstGap = [...failures, ...held].map((w) => w.start).sort()[0];
   const reached = firstGap !== undefined ? dayBefore(firstGap) : range.to;
-  if (cursor === null && reached < range.from) return readCursor(pool, schema);
-  return advanceCursorTo(pool, schema, reached);
+  if (cursor === null && reached < range.from) return readCursor(pool, scope);
+  return advanceCursorTo(pool, scope, reached);
 }
 
 function summarize(

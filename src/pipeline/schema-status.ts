@@ -1,9 +1,11 @@
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { type LockHolder, runLockHolders, windowClaimHolders } from '../load/locks.js';
+import { type LockHolder, organizationLockHolders, windowClaimHolders } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import type { Scope } from '../load/scope.js';
 import {
+  listOrganizations,
   listWindows,
   readTarget,
   type SyncState,
@@ -28,13 +30,14 @@ export interface WindowStatus extends WindowState {
 
 export interface SchemaStatus {
   readonly schema: string;
+  readonly organization: string;
   readonly cursor: string | null;
   readonly filters: Filters | null;
   /** The fields the schema loads (null before its first run). */
   readonly fields: FieldSelection | null;
-  /** The oldest live run on the schema; null when none is alive. */
+  /** The oldest live run of the organization; null when none is alive. */
   readonly run: LockHolder | null;
-  /** Every live run on the schema (they share it), oldest first. */
+  /** Every live run of the organization (they share it), oldest first. */
   readonly runs: readonly LockHolder[];
   /** Every window counted once, by standing. */
   readonly windows: {
@@ -65,8 +68,12 @@ export function standingOf(window: Pick<WindowState, 'status'>, claimed: boolean
   }
 }
 
-/** Reads a schema's windows, cursor and run lock (read only; an empty status for a schema not set up yet). */
-export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<SchemaStatus> {
+/**
+ * Reads an organization's windows, cursor and live runs in a schema (read only; an empty status for a schema or
+ * an organization not set up yet).
+ */
+export async function readSchemaStatus(db: pg.Pool, scope: Scope): Promise<SchemaStatus> {
+  const { schema } = scope;
   // A schema name mistyped would otherwise read as an empty schema: "0 windows loaded".
   if (!(await schemaExists(db, schema))) {
     throw new ConfigError(
@@ -78,14 +85,14 @@ export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<Sch
   let windows: WindowState[] = [];
   let fields: FieldSelection | null = null;
   try {
-    target = await readTarget(db, schema);
-    windows = await listWindows(db, schema);
+    target = await readTarget(db, scope);
+    windows = await listWindows(db, scope);
     fields = target?.fieldSelection ?? null;
   } catch (error) {
     if (sqlState(error) !== UNDEFINED_TABLE) throw error;
   }
-  const runs = await runLockHolders(db, schema);
-  const holders = await windowClaimHolders(db, schema, windows);
+  const runs = await organizationLockHolders(db, scope);
+  const holders = await windowClaimHolders(db, scope, windows);
   const details = windows.map((w, i) => {
     const claimedBy = holders[i] ?? null;
     return { ...w, standing: standingOf(w, claimedBy !== null), claimedBy };
@@ -93,6 +100,7 @@ export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<Sch
   const count = (standing: WindowStanding) => details.filter((w) => w.standing === standing).length;
   return {
     schema,
+    organization: scope.org,
     cursor: target?.cursorDate ?? null,
     filters: target?.filters ?? null,
     fields,
@@ -110,4 +118,20 @@ export async function readSchemaStatus(db: pg.Pool, schema: string): Promise<Sch
     posts: windows.reduce((n, w) => n + (w.rowCount ?? 0), 0),
     details,
   };
+}
+
+/** The organizations of a schema (those with a target), by id; none for a schema not set up yet. */
+export async function readOrganizations(db: pg.Pool, schema: string): Promise<string[]> {
+  if (!(await schemaExists(db, schema))) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `schema ${JSON.stringify(schema)} does not exist: check ${SETTINGS.schema.env} (${SETTINGS.schema.flag})`,
+    );
+  }
+  try {
+    return await listOrganizations(db, schema);
+  } catch (error) {
+    if (sqlState(error) === UNDEFINED_TABLE) return [];
+    throw error;
+  }
 }

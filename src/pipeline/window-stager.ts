@@ -10,7 +10,7 @@ import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/wi
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
 import { type Window, windowLabel } from '../model/window.js';
-import type { ActiveRun } from './run-context.js';
+import { type ActiveRun, runScope } from './run-context.js';
 import type { WindowFailure } from './run-summary.js';
 import { Watchdog } from './watchdog.js';
 import type { WindowGroup } from './windows.js';
@@ -41,7 +41,7 @@ export class WindowStager {
     this.#run = run;
     this.#attempts = {
       pool: run.pool,
-      schema: run.config.db.schema,
+      scope: runScope(run.config),
       clock: run.clock,
       reportReuseMs: run.config.api.reportReuseMs,
     };

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,16 +7,10 @@ import { CreationOutage } from './creation-outage.js';
 import { DEFAULT_FAULTS, drawRequestFault, type Faults, mergeFaults } from './faults.js';
 import { compileFieldSchedule, type FieldSchedule } from './field-schedule.js';
 import { BodyError, MAX_BODY_BYTES, readBody, send, sendError, sendJson } from './http-io.js';
-import {
-  createOrganization,
-  DEFAULT_SEGMENT_DIMENSIONS,
-  dimensionsBody,
-  type Organization,
-} from './organization.js';
+import { DEFAULT_SEGMENT_DIMENSIONS } from './organization.js';
 import { corruptPageBody, pageBody } from './page-body.js';
-import { PostCatalog, type PostRefs } from './post-catalog.js';
 import { compileFilter } from './post-filter.js';
-import { type ExtraFields, MAX_POSTS_PER_DAY, PostGenerator } from './post-generator.js';
+import { type ExtraFields, MAX_POSTS_PER_DAY } from './post-generator.js';
 import { mixSeed, Random } from './random.js';
 import type { SimulatorPost } from './reference.js';
 import {
@@ -29,7 +22,7 @@ import {
 } from './report-params.js';
 import { type Report, ReportStore } from './report-store.js';
 import { type RecordedRequest, RequestLog, type ServedListener, type SimulatorStats } from './request-log.js';
-import { Revisions } from './revisions.js';
+import { type PostShape, Tenant, type TenantSettings } from './tenant.js';
 import { TokenRejection } from './token-rejection.js';
 
 export type { AnswerGate, GateScope } from './answer-gate.js';
@@ -40,16 +33,46 @@ export type { ReferenceValue, SimulatorPost } from './reference.js';
 export type { ReportParams } from './report-params.js';
 export type { RecordedRequest, ServedListener, SimulatorStats } from './request-log.js';
 
+/** One organization of SimulatorOptions.organizations. */
+export interface SimulatorOrganization {
+  /** Its bearer token: printable ASCII without spaces, distinct from the other organizations' tokens. */
+  readonly token: string;
+  /** Its dimensions and posts are drawn from it, as the top-level `seed` draws those of a lone organization. */
+  readonly seed: number;
+  /** Default: the top-level postsPerDay. */
+  readonly postsPerDay?: number;
+  /** Default: the top-level segmentDimensions. */
+  readonly segmentDimensions?: readonly { readonly name: string; readonly values: readonly string[] }[];
+}
+
 export interface SimulatorOptions {
-  /** Default 1; all data and faults are deterministic from it. */
+  /**
+   * Default 1; all data and faults are deterministic from it. With `organizations`, it seeds the faults only:
+   * each organization's data comes from its own seed.
+   */
   seed?: number;
-  /** The one bearer token accepted; default 'sim-token'. */
+  /** The one bearer token accepted; default 'sim-token'. Not with `organizations`. */
   token?: string;
+  /**
+   * Default: one organization, under `token`, of `seed`. Given (at least one): each entry is an organization of
+   * its own, under its own token, as the production API tells organizations apart by the token alone: its own
+   * dimensions and posts (drawn from its seed), its own reports (a report id is not found under another token,
+   * and an identical creation call is reused within one organization only), its own changes (addPosts,
+   * reviseFigures… with its token) and its own counts (stats(token)). An organization has the dimensions and the
+   * posts a simulator of its seed alone has.
+   *
+   * Post ids come from the seed modulo 97, the date and the post's place in its day: organizations whose seeds
+   * are equal, or non-negative and a multiple of 97 apart, serve the same post ids on the same dates (the posts
+   * themselves differ unless the seeds are equal), which a connector loading several organizations into one
+   * schema must keep apart. Everything else (faults, clock, page size, fields, report ids' kind) is the
+   * server's, the same for every organization.
+   */
+  organizations?: readonly SimulatorOrganization[];
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0: a random free port. */
   port?: number;
-  /** Default 50: posts dated each calendar day. */
+  /** Default 50: posts dated each calendar day (of each organization that does not set its own). */
   postsPerDay?: number;
   /** Default 0: how long a new report stays IN_PROGRESS, on the simulator clock. */
   generationDelayMs?: number;
@@ -65,8 +88,11 @@ export interface SimulatorOptions {
   pageSize?: number;
   /** Fields that appear, or turn decimal, from a date on. None by default. */
   fieldSchedule?: FieldSchedule;
-  /** Default: Region and "Campaign Type". An empty array configures none. */
-  segmentDimensions?: { name: string; values: string[] }[];
+  /**
+   * Default: Region and "Campaign Type" (for each organization that does not set its own). An empty array
+   * configures none.
+   */
+  segmentDimensions?: readonly { readonly name: string; readonly values: readonly string[] }[];
   /**
    * Default 'guid': report ids are GUID strings; 'numeric': JSON integers past 2^53 (the spec does not show the
    * id's type), in every answer that carries one.
@@ -102,30 +128,39 @@ export interface SimulatorOptions {
 export interface RunningSimulator {
   /** 'http://127.0.0.1:PORT/v4' */
   readonly baseUrl: string;
+  /** The first (or only) organization's token. */
   readonly token: string;
-  /** Changes fault knobs at run time (merged into the current ones). */
+  /** Every organization's token, in the order of SimulatorOptions.organizations (else only `token`). */
+  readonly tokens: readonly string[];
+  /** Changes fault knobs at run time (merged into the current ones): for every organization. */
   setFaults(faults: Partial<Faults>): void;
-  /** New (late) posts appear on that date. */
-  addPosts(date: string, count: number): void;
-  /** The last `count` posts of that date disappear. */
-  removePosts(date: string, count: number): void;
   /**
-   * Restates the figures of every post of that date (late data). A report created afterwards serves the new
-   * figures, one created before keeps the old ones; an identical creation call within the reuse period still
-   * returns the earlier report.
+   * New (late) posts appear on that date, for the organization of `token` (default: the first).
+   * Every method taking a `token` throws a RangeError for a token no organization has.
    */
-  reviseFigures(date: string): void;
+  addPosts(date: string, count: number, token?: string): void;
+  /** The last `count` posts of that date disappear, for the organization of `token` (default: the first). */
+  removePosts(date: string, count: number, token?: string): void;
   /**
-   * The token stops being accepted: after `afterRequests` more requests (default 0), every request answers
-   * `status` (default 401) until acceptToken.
+   * Restates the figures of every post of that date (late data), for the organization of `token` (default: the
+   * first). A report created afterwards serves the new figures, one created before keeps the old ones; an
+   * identical creation call within the reuse period still returns the earlier report.
    */
-  rejectToken(options?: { afterRequests?: number; status?: 401 | 403 }): void;
-  acceptToken(): void;
+  reviseFigures(date: string, token?: string): void;
+  /**
+   * A token stops being accepted: after `afterRequests` more requests (default 0), every request answers
+   * `status` (default 401) until acceptToken. With `token`, only that organization's token, its own requests
+   * counting; without, every token, the requests of all counting.
+   */
+  rejectToken(options?: { afterRequests?: number; status?: 401 | 403; token?: string }): void;
+  /** Ends the rejection rejectToken armed for `token`; without one, ends every rejection. */
+  acceptToken(token?: string): void;
   /**
    * POST /reports/posts for a window starting on one of these dates answers 400 with `message` (the API
-   * refusing a request, as for a segment value the organization no longer has); an empty list ends it.
+   * refusing a request, as for a segment value the organization no longer has), for the organization of `token`
+   * (default: the first); an empty list ends it.
    */
-  refuseReports(startDates: readonly string[], message?: string): void;
+  refuseReports(startDates: readonly string[], message?: string, token?: string): void;
   /**
    * POST /reports/posts answers 503 for `limit` ms of the simulator's clock, or to the next `limit.calls` creation
    * calls, or until endCreationOutage.
@@ -143,22 +178,30 @@ export interface RunningSimulator {
    * gate of a scope releases the one before; close() releases them all.
    */
   holdAnswers(scope: GateScope, after: number): AnswerGate;
-  /** Exactly the posts a report created now must contain, in served order, with their current figures. */
-  referencePosts(params: ReportParams): SimulatorPost[];
+  /**
+   * Exactly the posts a report created now must contain, in served order, with their current figures: those of
+   * the organization of `token` (default: the first).
+   */
+  referencePosts(params: ReportParams, token?: string): SimulatorPost[];
   /** The ids (exact digits) of referencePosts(params), without building records: cheap for 500,000 posts. */
-  referenceIds(params: ReportParams): string[];
-  stats(): SimulatorStats;
+  referenceIds(params: ReportParams, token?: string): string[];
+  /**
+   * Without `token`: every request the server received. With one: only the requests that carried that
+   * organization's token (one without a valid token counts in the whole only).
+   */
+  stats(token?: string): SimulatorStats;
   /**
    * Calls `listener` with what each response served, once it was sent whole: `creation`, `page` (then
    * `page-with-next` when it has a next page), or a fault kind of stats().faults. Returns the function that stops it. Lets a test act on what a client has seen.
    */
   onServed(listener: ServedListener): () => void;
-  /** The last 10,000 requests. */
-  requests(): readonly RecordedRequest[];
+  /** The last 10,000 requests; with `token`, the last 10,000 made with that organization's token. */
+  requests(token?: string): readonly RecordedRequest[];
   close(): Promise<void>;
 }
 
 const API_PREFIX = '/v4';
+const DEFAULT_TOKEN = 'sim-token';
 const MAX_PAGE_SIZE = 1000;
 const THREE_HOURS_MS = 3 * 60 * 60 * 1000;
 /** A body beyond this is not even drained: the connection is cut after the 413. */
@@ -174,7 +217,7 @@ interface Route {
   readonly reportId?: string;
 }
 
-function check(condition: boolean, message: string): void {
+function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new RangeError(message);
 }
 
@@ -196,18 +239,66 @@ function count(value: number): number {
   return value;
 }
 
-function validateOptions(options: SimulatorOptions): void {
-  const seed = options.seed ?? 1;
-  check(Number.isSafeInteger(seed), `seed must be an integer, got ${seed}`);
+function checkSeed(seed: number, what: string): void {
+  check(Number.isSafeInteger(seed), `${what} must be an integer, got ${seed}`);
+}
+
+function checkToken(token: string, what: string): void {
   check(
-    options.token === undefined || /^[\x21-\x7e]+$/.test(options.token),
-    'token must be printable ASCII without spaces',
+    /^[\x21-\x7e]+$/.test(token),
+    `${what} must be printable ASCII without spaces, got ${JSON.stringify(token)}`,
   );
-  const perDay = options.postsPerDay ?? 50;
+}
+
+function checkPostsPerDay(perDay: number, what: string): void {
   check(
     Number.isSafeInteger(perDay) && perDay >= 0 && perDay <= MAX_POSTS_PER_DAY,
-    `postsPerDay must be an integer from 0 to ${MAX_POSTS_PER_DAY}, got ${perDay}`,
+    `${what} must be an integer from 0 to ${MAX_POSTS_PER_DAY}, got ${perDay}`,
   );
+}
+
+function checkSegmentDimensions(dimensions: SimulatorOptions['segmentDimensions'], what: string): void {
+  const names = new Set<string>();
+  for (const dimension of dimensions ?? []) {
+    check(!names.has(dimension.name), `${what} ${JSON.stringify(dimension.name)} is configured twice`);
+    names.add(dimension.name);
+    check(
+      dimension.values.length > 0 && new Set(dimension.values).size === dimension.values.length,
+      `${what} ${JSON.stringify(dimension.name)} needs distinct values`,
+    );
+  }
+}
+
+function validateOrganizations(
+  organizations: readonly SimulatorOrganization[],
+  options: SimulatorOptions,
+): void {
+  check(organizations.length > 0, 'organizations must list at least one organization');
+  check(
+    options.token === undefined,
+    'token and organizations exclude each other: each organization has its token',
+  );
+  const tokens = new Set<string>();
+  organizations.forEach((organization, i) => {
+    const what = `organizations[${i}]`;
+    checkToken(organization.token, `${what}.token`);
+    check(
+      !tokens.has(organization.token),
+      `${what}.token ${JSON.stringify(organization.token)} is given twice`,
+    );
+    tokens.add(organization.token);
+    checkSeed(organization.seed, `${what}.seed`);
+    if (organization.postsPerDay !== undefined)
+      checkPostsPerDay(organization.postsPerDay, `${what}.postsPerDay`);
+    checkSegmentDimensions(organization.segmentDimensions, `${what}: segment dimension`);
+  });
+}
+
+function validateOptions(options: SimulatorOptions): void {
+  checkSeed(options.seed ?? 1, 'seed');
+  if (options.token !== undefined) checkToken(options.token, 'token');
+  checkPostsPerDay(options.postsPerDay ?? 50, 'postsPerDay');
+  if (options.organizations !== undefined) validateOrganizations(options.organizations, options);
   for (const [name, value] of [
     ['generationDelayMs', options.generationDelayMs ?? 0],
     ['reportReuseMs', options.reportReuseMs ?? 0],
@@ -222,18 +313,22 @@ function validateOptions(options: SimulatorOptions): void {
     Number.isSafeInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_PAGE_SIZE,
     `pageSize must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${pageSize}`,
   );
-  const names = new Set<string>();
-  for (const dimension of options.segmentDimensions ?? []) {
-    check(
-      !names.has(dimension.name),
-      `segment dimension ${JSON.stringify(dimension.name)} is configured twice`,
-    );
-    names.add(dimension.name);
-    check(
-      dimension.values.length > 0 && new Set(dimension.values).size === dimension.values.length,
-      `segment dimension ${JSON.stringify(dimension.name)} needs distinct values`,
-    );
-  }
+  checkSegmentDimensions(options.segmentDimensions, 'segment dimension');
+}
+
+/** The organizations served: those of `organizations`, else the one of `token` and `seed`. */
+function tenantSettings(options: SimulatorOptions): TenantSettings[] {
+  const postsPerDay = options.postsPerDay ?? 50;
+  const segmentDimensions = options.segmentDimensions ?? DEFAULT_SEGMENT_DIMENSIONS;
+  const organizations: readonly SimulatorOrganization[] = options.organizations ?? [
+    { token: options.token ?? DEFAULT_TOKEN, seed: options.seed ?? 1 },
+  ];
+  return organizations.map((organization) => ({
+    token: organization.token,
+    seed: organization.seed,
+    postsPerDay: organization.postsPerDay ?? postsPerDay,
+    segmentDimensions: organization.segmentDimensions ?? segmentDimensions,
+  }));
 }
 
 function route(method: string, path: string): Route | { error: 404 | 405; allow?: string } {
@@ -247,11 +342,10 @@ function route(method: string, path: string): Route | { error: 404 | 405; allow?
   return { error: 404 };
 }
 
-function sameToken(header: string | undefined, token: Buffer): boolean {
+/** The bytes of a bearer token, or null when the header carries none. */
+function bearerToken(header: string | undefined): Buffer | null {
   const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
-  if (match === null) return false;
-  const given = Buffer.from(match[1] ?? '', 'utf8');
-  return given.length === token.length && timingSafeEqual(given, token);
+  return match === null ? null : Buffer.from(match[1] ?? '', 'utf8');
 }
 
 function isJsonContentType(header: string | undefined): boolean {
@@ -260,23 +354,19 @@ function isJsonContentType(header: string | undefined): boolean {
 
 /** The simulated service: state and request handling, separate from the socket plumbing. */
 class Simulator {
-  readonly #organization: Organization;
-  readonly #generator: PostGenerator;
-  readonly #catalog: PostCatalog;
-  readonly #reports: ReportStore;
-  readonly #revisions = new Revisions();
+  /** The organizations, each behind its token; the first is the default of every per-organization method. */
+  readonly #tenants: readonly Tenant[];
+  /** The organization whose token each request being answered carries, once recognized. */
+  readonly #tenantOf = new WeakMap<ServerResponse, Tenant>();
   readonly #outage = new CreationOutage();
+  /** A rejection of every token (rejectToken without one); each organization has its own besides. */
   readonly #tokenRejection = new TokenRejection();
-  #refusedStartDates = new Set<string>();
-  #refusalMessage = '';
   readonly #log = new RequestLog();
   readonly #faultRandom: Random;
-  readonly #token: Buffer;
   readonly #idKeyJson: string;
   readonly #generationDelayMs: number;
   readonly #reportReuseMs: number;
   readonly #pageSize: number;
-  readonly #dimensionsBody: string;
   readonly closing = new AbortController();
   #faults: Faults;
   #clockOffsetMs: number;
@@ -287,28 +377,25 @@ class Simulator {
     readonly internal: Map<string, string>;
   } | null;
 
-  constructor(options: SimulatorOptions, token: string) {
-    const seed = options.seed ?? 1;
+  constructor(options: SimulatorOptions) {
     const idField = options.postIdField ?? 'platform_post_id';
-    this.#organization = createOrganization(seed, options.segmentDimensions ?? DEFAULT_SEGMENT_DIMENSIONS);
-    this.#generator = new PostGenerator(
-      this.#organization,
-      seed,
+    const shape: PostShape = {
       idField,
-      options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
-      compileFieldSchedule(options.fieldSchedule, new Set([idField, 'custom_segments'])),
-      options.extraFields ?? {},
-      options.variedSegments ?? false,
+      wholeSpendThroughDay:
+        options.wholeSpendThrough === undefined ? undefined : day(options.wholeSpendThrough),
+      schedule: compileFieldSchedule(options.fieldSchedule, new Set([idField, 'custom_segments'])),
+      extraFields: options.extraFields ?? {},
+      variedSegments: options.variedSegments ?? false,
+      dimensionsLeftOut: options.dimensionsLeftOut,
+    };
+    this.#tenants = tenantSettings(options).map(
+      (settings, position) => new Tenant(settings, shape, position),
     );
-    this.#catalog = new PostCatalog(options.postsPerDay ?? 50);
-    this.#reports = new ReportStore(new Random(mixSeed(seed, 0x4e90)));
-    this.#faultRandom = new Random(mixSeed(seed, 0xfa17));
-    this.#token = Buffer.from(token, 'utf8');
+    this.#faultRandom = new Random(mixSeed(options.seed ?? 1, 0xfa17));
     this.#idKeyJson = JSON.stringify(idField);
     this.#generationDelayMs = options.generationDelayMs ?? 0;
     this.#reportReuseMs = options.reportReuseMs ?? THREE_HOURS_MS;
     this.#pageSize = options.pageSize ?? MAX_PAGE_SIZE;
-    this.#dimensionsBody = dimensionsBody(this.#organization, options.dimensionsLeftOut);
     this.#faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
     this.#numericIds = options.reportIds === 'numeric' ? { served: new Map(), internal: new Map() } : null;
     this.#clockOffsetMs = options.now === undefined ? 0 : instant(options.now) - Date.now();
@@ -364,30 +451,51 @@ class Simulator {
     return gate.pass(new Promise((resolve) => response.once('close', () => resolve())));
   }
 
-  addPosts(date: string, n: number): void {
-    this.#catalog.add(day(date), count(n));
+  get tokens(): readonly string[] {
+    return this.#tenants.map((tenant) => tenant.token);
   }
 
-  removePosts(date: string, n: number): void {
-    this.#catalog.remove(day(date), count(n));
+  /** The organization of `token`; the first without one. */
+  #tenant(token: string | undefined): Tenant {
+    const tenant =
+      token === undefined ? this.#tenants[0] : this.#tenants.find((candidate) => candidate.token === token);
+    check(tenant !== undefined, `no organization is served under the token ${JSON.stringify(token)}`);
+    return tenant;
   }
 
-  reviseFigures(date: string): void {
-    this.#revisions.revise(day(date));
+  addPosts(date: string, n: number, token: string | undefined): void {
+    this.#tenant(token).catalog.add(day(date), count(n));
   }
 
-  rejectToken(afterRequests: number, status: 401 | 403): void {
-    this.#tokenRejection.start(afterRequests, status);
+  removePosts(date: string, n: number, token: string | undefined): void {
+    this.#tenant(token).catalog.remove(day(date), count(n));
   }
 
-  acceptToken(): void {
+  reviseFigures(date: string, token: string | undefined): void {
+    this.#tenant(token).revisions.revise(day(date));
+  }
+
+  rejectToken(afterRequests: number, status: 401 | 403, token: string | undefined): void {
+    (token === undefined ? this.#tokenRejection : this.#tenant(token).tokenRejection).start(
+      afterRequests,
+      status,
+    );
+  }
+
+  acceptToken(token: string | undefined): void {
+    if (token !== undefined) {
+      this.#tenant(token).tokenRejection.stop();
+      return;
+    }
     this.#tokenRejection.stop();
+    for (const tenant of this.#tenants) tenant.tokenRejection.stop();
   }
 
-  refuseReports(startDates: readonly string[], message: string): void {
+  refuseReports(startDates: readonly string[], message: string, token: string | undefined): void {
+    const tenant = this.#tenant(token);
     for (const date of startDates) day(date);
-    this.#refusedStartDates = new Set(startDates);
-    this.#refusalMessage = message;
+    tenant.refusedStartDates = new Set(startDates);
+    tenant.refusalMessage = message;
   }
 
   startCreationOutage(limit?: number | { readonly calls: number }): void {
@@ -398,50 +506,37 @@ class Simulator {
     this.#outage.stop();
   }
 
-  #select(params: ReportParams): PostRefs {
-    const valid = validateReportParams(params, this.#organization);
-    return this.#catalog.select(
-      valid.startDay,
-      valid.endDay,
-      compileFilter(valid.params, this.#organization),
-      this.#generator,
-    );
+  referenceIds(params: ReportParams, token: string | undefined): string[] {
+    return this.#tenant(token).referenceIds(params);
   }
 
-  referenceIds(params: ReportParams): string[] {
-    const refs = this.#select(params);
-    const ids: string[] = [];
-    for (let i = 0; i < refs.length; i++)
-      ids.push(this.#generator.postId(refs.days[i] ?? 0, refs.indexes[i] ?? 0));
-    return ids;
+  referencePosts(params: ReportParams, token: string | undefined): SimulatorPost[] {
+    return this.#tenant(token).referencePosts(params);
   }
 
-  referencePosts(params: ReportParams): SimulatorPost[] {
-    const refs = this.#select(params);
-    const posts: SimulatorPost[] = [];
-    for (let i = 0; i < refs.length; i++) {
-      const postDay = refs.days[i] ?? 0;
-      posts.push(this.#generator.reference(postDay, refs.indexes[i] ?? 0, this.#revisions.of(postDay)));
-    }
-    return posts;
-  }
-
-  stats(): SimulatorStats {
-    return this.#log.stats();
+  stats(token: string | undefined): SimulatorStats {
+    return (token === undefined ? this.#log : this.#tenant(token).log).stats();
   }
 
   onServed(listener: ServedListener): () => void {
     return this.#log.listen(listener);
   }
 
-  requests(): readonly RecordedRequest[] {
-    return this.#log.requests();
+  requests(token: string | undefined): readonly RecordedRequest[] {
+    return (token === undefined ? this.#log : this.#tenant(token).log).requests();
+  }
+
+  /** Writes to the server's log and to that of the organization whose token the request carries, if known. */
+  #logs(response: ServerResponse, write: (log: RequestLog) => void): void {
+    write(this.#log);
+    const tenant = this.#tenantOf.get(response);
+    if (tenant !== undefined) write(tenant.log);
   }
 
   /** Counts a fault once its response has been sent whole: a fault no client saw is no evidence. */
   #served(response: ServerResponse, kind: string, counts: () => boolean = () => true): void {
     response.once('finish', () => {
-      if (counts()) this.#log.fault(kind);
+      if (counts()) this.#logs(response, (log) => log.fault(kind));
     });
   }
 
@@ -462,7 +557,7 @@ class Simulator {
   }
 
   async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    response.on('finish', () => this.#log.outcome(response.statusCode));
+    response.on('finish', () => this.#logs(response, (log) => log.outcome(response.statusCode)));
     const method = request.method ?? 'GET';
     let url: URL;
     try {
@@ -477,7 +572,7 @@ class Simulator {
       );
       return;
     }
-    this.#record(method, url.pathname, url.search.slice(1), request);
+    const recorded = this.#record(method, url.pathname, url.search.slice(1), request);
     const latency = this.#faults.latencyMs;
     if (latency > 0) {
       this.#served(response, 'slow');
@@ -493,12 +588,18 @@ class Simulator {
       );
       return;
     }
-    if (this.#refused(url, request, response)) return;
-    await this.#dispatch(method, url, request, response);
+    const tenant = this.#authenticate(url, request, response, recorded);
+    if (tenant === null) return;
+    await this.#dispatch(method, url, request, response, tenant);
   }
 
-  /** Answers 401/403 when the request may not read reports (or a rejection is planned); true when it did. */
-  #refused(url: URL, request: IncomingMessage, response: ServerResponse): boolean {
+  /** The organization whose token the request carries, or null when the request was answered 401 or 403. */
+  #authenticate(
+    url: URL,
+    request: IncomingMessage,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+  ): Tenant | null {
     if (url.searchParams.has('access_token')) {
       this.#sendError(
         response,
@@ -507,19 +608,25 @@ class Simulator {
         'the access_token query parameter is not accepted in v4; send Authorization: Bearer <token>',
         { 'www-authenticate': 'Bearer' },
       );
-      return true;
+      return null;
     }
-    if (!sameToken(request.headers.authorization, this.#token)) {
+    const given = bearerToken(request.headers.authorization);
+    // Every token is compared, in constant time, so that the time taken tells nothing of which one is close.
+    let tenant: Tenant | null = null;
+    for (const candidate of this.#tenants) if (given !== null && candidate.owns(given)) tenant = candidate;
+    if (tenant === null) {
       const message =
         request.headers.authorization === undefined
           ? 'the Authorization header is missing; send Authorization: Bearer <token>'
           : 'the bearer token is not valid';
       this.#sendError(response, 401, 'unauthorized', message, { 'www-authenticate': 'Bearer' });
-      return true;
+      return null;
     }
-    const rejection = this.#tokenRejection.next();
+    this.#tenantOf.set(response, tenant);
+    tenant.log.request(recorded);
+    const rejection = this.#tokenRejection.next() ?? tenant.tokenRejection.next();
     if (rejection !== null) {
-      this.#log.fault(`token-rejected-${rejection}`);
+      this.#logs(response, (log) => log.fault(`token-rejected-${rejection}`));
       if (rejection === 401) {
         this.#sendError(response, 401, 'unauthorized', 'the bearer token has expired or was revoked', {
           'www-authenticate': 'Bearer error="invalid_token"',
@@ -527,9 +634,9 @@ class Simulator {
       } else {
         this.#sendError(response, 403, 'forbidden', 'the token is not allowed to read post reports');
       }
-      return true;
+      return null;
     }
-    return false;
+    return tenant;
   }
 
   async #dispatch(
@@ -537,10 +644,11 @@ class Simulator {
     url: URL,
     request: IncomingMessage,
     response: ServerResponse,
+    tenant: Tenant,
   ): Promise<void> {
     const matched = route(method, url.pathname);
     if ('error' in matched) {
-      this.#log.route('unmatched');
+      this.#logs(response, (log) => log.route('unmatched'));
       if (matched.error === 405) {
         this.#sendError(response, 405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
           allow: matched.allow ?? 'GET',
@@ -550,26 +658,28 @@ class Simulator {
       }
       return;
     }
-    this.#log.route(matched.name);
+    this.#logs(response, (log) => log.route(matched.name));
     if (await this.#injectRequestFault(request, response)) return;
 
     if (matched.name === ROUTE_DIMENSIONS) {
-      sendJson(response, 200, this.#dimensionsBody);
+      sendJson(response, 200, tenant.dimensionsBody);
     } else if (matched.name === ROUTE_CREATE) {
-      await this.#create(request, response);
+      await this.#create(request, response, tenant);
     } else {
-      await this.#retrieve(matched.reportId ?? '', url.searchParams.get('page'), response);
+      await this.#retrieve(tenant, matched.reportId ?? '', url.searchParams.get('page'), response);
     }
   }
 
-  #record(method: string, path: string, query: string, request: IncomingMessage): void {
-    this.#log.request({
+  #record(method: string, path: string, query: string, request: IncomingMessage): RecordedRequest {
+    const recorded: RecordedRequest = {
       method,
       path,
       query,
       authorization: request.headers.authorization,
       contentType: request.headers['content-type'],
-    });
+    };
+    this.#log.request(recorded);
+    return recorded;
   }
 
   /** Applies drop / 429 / 5xx; true when the request was answered (or cut) by a fault. */
@@ -577,8 +687,10 @@ class Simulator {
     const fault = drawRequestFault(this.#faultRandom, this.#faults);
     if (fault === null) return false;
     if (fault === 'drop') {
-      this.#log.fault(fault);
-      this.#log.outcome('dropped');
+      this.#logs(response, (log) => {
+        log.fault(fault);
+        log.outcome('dropped');
+      });
       request.socket.destroy();
       return true;
     }
@@ -596,7 +708,7 @@ class Simulator {
     return true;
   }
 
-  async #create(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  async #create(request: IncomingMessage, response: ServerResponse, tenant: Tenant): Promise<void> {
     await this.#gate('creation', response);
     if (this.#outage.active(this.now())) {
       this.#outage.refused();
@@ -604,20 +716,24 @@ class Simulator {
       this.#sendError(response, 503, 'service_unavailable', 'report creation is temporarily unavailable');
       return;
     }
-    const valid = await this.#readParams(request, response);
+    const valid = await this.#readParams(request, response, tenant);
     if (valid === null) return;
-    if (this.#refusedStartDates.has(valid.params.start_date)) {
-      this.#sendError(response, 400, 'invalid_request', this.#refusalMessage);
+    if (tenant.refusedStartDates.has(valid.params.start_date)) {
+      this.#sendError(response, 400, 'invalid_request', tenant.refusalMessage);
       return;
     }
-    const { report, status } = this.#reportFor(valid);
-    this.#log.creationCall(valid.params.start_date, valid.params.end_date);
+    const { report, status } = this.#reportFor(valid, tenant, response);
+    this.#logs(response, (log) => log.creationCall(valid.params.start_date, valid.params.end_date));
     response.once('finish', () => this.#log.served('creation'));
     sendJson(response, 200, this.#statusBody(report, status));
   }
 
   /** The validated params of a creation call, or null when it was answered with an error. */
-  async #readParams(request: IncomingMessage, response: ServerResponse): Promise<ValidParams | null> {
+  async #readParams(
+    request: IncomingMessage,
+    response: ServerResponse,
+    tenant: Tenant,
+  ): Promise<ValidParams | null> {
     const contentType = request.headers['content-type'];
     if (!isJsonContentType(contentType)) {
       this.#sendError(
@@ -656,7 +772,7 @@ class Simulator {
       return null;
     }
     try {
-      return validateReportParams(body, this.#organization);
+      return validateReportParams(body, tenant.organization);
     } catch (error) {
       if (!(error instanceof InvalidParamsError)) throw error;
       this.#sendError(response, 400, 'invalid_request', error.message);
@@ -665,31 +781,35 @@ class Simulator {
   }
 
   /** A report for these params: a reusable one, or a new one announced IN_PROGRESS. */
-  #reportFor(valid: ValidParams): { report: Report; status: string } {
+  #reportFor(
+    valid: ValidParams,
+    tenant: Tenant,
+    response: ServerResponse,
+  ): { report: Report; status: string } {
     const now = this.now();
     const key = canonicalKey(valid.params);
     const faults = this.#faults;
-    let report = this.#reports.reusable(key, now, this.#reportReuseMs, faults.reportTtlMs);
+    let report = tenant.reports.reusable(key, now, this.#reportReuseMs, faults.reportTtlMs);
     let status: string;
     if (report === undefined) {
       const failed =
         faults.failReportStartDates.includes(valid.params.start_date) ||
         (faults.failReportShare > 0 && this.#faultRandom.chance(faults.failReportShare));
-      report = this.#reports.create({
+      report = tenant.reports.create({
         key,
         startDate: valid.params.start_date,
         createdAt: now,
         readyAt: now + this.#generationDelayMs,
         failed,
-        refs: this.#catalog.select(
+        refs: tenant.catalog.select(
           valid.startDay,
           valid.endDay,
-          compileFilter(valid.params, this.#organization),
-          this.#generator,
+          compileFilter(valid.params, tenant.organization),
+          tenant.generator,
         ),
-        revisions: this.#revisions.snapshot(valid.startDay, valid.endDay),
+        revisions: tenant.revisions.snapshot(valid.startDay, valid.endDay),
       });
-      this.#log.reportCreated(valid.params.start_date);
+      this.#logs(response, (log) => log.reportCreated(valid.params.start_date));
       // A new report is always announced as IN_PROGRESS: clients must poll, even with no generation delay.
       status = 'IN_PROGRESS';
     } else {
@@ -698,22 +818,24 @@ class Simulator {
     return { report, status };
   }
 
-  async #retrieve(pathId: string, page: string | null, response: ServerResponse): Promise<void> {
+  async #retrieve(
+    tenant: Tenant,
+    pathId: string,
+    page: string | null,
+    response: ServerResponse,
+  ): Promise<void> {
+    const reports = tenant.reports;
     // With numeric ids, only the id as served finds the report.
     const id =
       this.#numericIds === null ? pathId : (this.#numericIds.internal.get(pathId) ?? `unknown:${pathId}`);
     const now = this.now();
     const faults = this.#faults;
     const gone = faults.reportGoneAfterPage;
-    if (
-      gone !== null &&
-      this.#reports.pagesServed(id) >= gone &&
-      'found' in this.#reports.get(id, now, null)
-    ) {
+    if (gone !== null && reports.pagesServed(id) >= gone && 'found' in reports.get(id, now, null)) {
       this.#faults = { ...faults, reportGoneAfterPage: null };
-      this.#reports.vanish(id);
+      reports.vanish(id);
     }
-    const lookup = this.#reports.get(id, now, faults.reportTtlMs);
+    const lookup = reports.get(id, now, faults.reportTtlMs);
     if ('missing' in lookup) {
       if (lookup.missing === 'expired') this.#served(response, 'report-expired');
       if (lookup.missing === 'gone') this.#served(response, 'report-gone');
@@ -729,22 +851,28 @@ class Simulator {
     const status = ReportStore.status(report, now);
     if (status !== 'DONE') {
       // Once per report: polling a failed report again is the same fault seen twice.
-      if (status === 'FAILED') this.#served(response, 'fail-report', () => this.#reports.failureSeen(report));
+      if (status === 'FAILED') this.#served(response, 'fail-report', () => reports.failureSeen(report));
       sendJson(response, 200, this.#statusBody(report, status));
       return;
     }
     await this.#gate('page', response);
     // A held page is answered as of when it goes.
     const sentAt = this.now();
-    const offset = page === null ? 0 : this.#pageOffset(report, page, sentAt, response);
+    const offset = page === null ? 0 : this.#pageOffset(reports, report, page, sentAt, response);
     if (offset === null) return;
-    this.#sendPage(report, offset, sentAt, response);
+    this.#sendPage(tenant, report, offset, sentAt, response);
   }
 
   /** Where the page of a token starts, or null when the token was answered with an error. */
-  #pageOffset(report: Report, page: string, now: number, response: ServerResponse): number | null {
+  #pageOffset(
+    reports: ReportStore,
+    report: Report,
+    page: string,
+    now: number,
+    response: ServerResponse,
+  ): number | null {
     const faults = this.#faults;
-    const resolved = this.#reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
+    const resolved = reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
     const expiring = faults.pageTokenExpiresAtPage;
     if (
       'found' in resolved &&
@@ -779,15 +907,17 @@ class Simulator {
     }
   }
 
-  #sendPage(report: Report, offset: number, now: number, response: ServerResponse): void {
+  #sendPage(tenant: Tenant, report: Report, offset: number, now: number, response: ServerResponse): void {
     const refs = report.refs;
     const end = Math.min(offset + this.#pageSize, refs.length);
     const records: string[] = [];
     for (let i = offset; i < end; i++) {
       const postDay = refs.days[i] ?? 0;
-      records.push(this.#generator.render(postDay, refs.indexes[i] ?? 0, report.revisions.get(postDay) ?? 0));
+      records.push(
+        tenant.generator.render(postDay, refs.indexes[i] ?? 0, report.revisions.get(postDay) ?? 0),
+      );
     }
-    const nextPage = end < refs.length ? this.#reports.issueToken(report, end, now) : null;
+    const nextPage = end < refs.length ? tenant.reports.issueToken(report, end, now) : null;
     const page = { idJson: this.#idJson(report), records, nextPage };
     const corruption = this.#faults.corruptPages;
     let body = pageBody(page);
@@ -797,13 +927,13 @@ class Simulator {
     }
     const index = Math.floor(offset / this.#pageSize) + 1;
     response.once('finish', () => {
-      this.#reports.pageServed(report, index);
+      tenant.reports.pageServed(report, index);
       this.#log.served('page');
       if (nextPage !== null) this.#log.served('page-with-next');
     });
     // Late data reaches a client with the first page of a report created after a revision of its dates.
     if (index === 1 && report.revisions.size > 0) {
-      this.#served(response, 'late-data', () => this.#reports.lateDataSeen(report));
+      this.#served(response, 'late-data', () => tenant.reports.lateDataSeen(report));
     }
     send(response, 200, body.contentType, body.text);
   }
@@ -861,9 +991,9 @@ function simulatorServer(simulator: Simulator): Server {
 /** Starts the Post Reporting API v4 simulator on `host:port` (default 127.0.0.1, a free port). */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   validateOptions(options);
-  const token = options.token ?? 'sim-token';
   const host = options.host ?? '127.0.0.1';
-  const simulator = new Simulator(options, token);
+  const simulator = new Simulator(options);
+  const tokens = simulator.tokens;
   const server = simulatorServer(simulator);
   await listen(server, options.port ?? 0, host);
   const address = server.address();
@@ -873,26 +1003,27 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
   return {
     baseUrl,
-    token,
+    token: tokens[0] ?? DEFAULT_TOKEN,
+    tokens,
     setFaults: (faults) => simulator.setFaults(faults),
-    addPosts: (date, n) => simulator.addPosts(date, n),
-    removePosts: (date, n) => simulator.removePosts(date, n),
-    reviseFigures: (date) => simulator.reviseFigures(date),
+    addPosts: (date, n, token) => simulator.addPosts(date, n, token),
+    removePosts: (date, n, token) => simulator.removePosts(date, n, token),
+    reviseFigures: (date, token) => simulator.reviseFigures(date, token),
     rejectToken: (rejection) =>
-      simulator.rejectToken(rejection?.afterRequests ?? 0, rejection?.status ?? 401),
-    acceptToken: () => simulator.acceptToken(),
-    refuseReports: (startDates, message) =>
-      simulator.refuseReports(startDates, message ?? 'the request is not valid for this organization'),
+      simulator.rejectToken(rejection?.afterRequests ?? 0, rejection?.status ?? 401, rejection?.token),
+    acceptToken: (token) => simulator.acceptToken(token),
+    refuseReports: (startDates, message, token) =>
+      simulator.refuseReports(startDates, message ?? 'the request is not valid for this organization', token),
     startCreationOutage: (limit) => simulator.startCreationOutage(limit),
     endCreationOutage: () => simulator.endCreationOutage(),
     advanceTime: (ms) => simulator.advanceTime(ms),
     now: () => new Date(simulator.now()).toISOString(),
     holdAnswers: (scope, after) => simulator.holdAnswers(scope, after),
-    referencePosts: (params) => simulator.referencePosts(params),
-    referenceIds: (params) => simulator.referenceIds(params),
-    stats: () => simulator.stats(),
+    referencePosts: (params, token) => simulator.referencePosts(params, token),
+    referenceIds: (params, token) => simulator.referenceIds(params, token),
+    stats: (token) => simulator.stats(token),
     onServed: (listener) => simulator.onServed(listener),
-    requests: () => simulator.requests(),
+    requests: (token) => simulator.requests(token),
     close() {
       closed ??= new Promise<void>((resolve) => {
         simulator.closing.abort();

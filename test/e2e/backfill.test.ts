@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { lockForSession, runLockKey, unlockSession } from '../../src/load/locks.js';
+import { lockForSession, organizationLockKey, runLockKey, unlockSession } from '../../src/load/locks.js';
 import { cutWindows } from '../../src/pipeline/windows.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -89,7 +89,7 @@ describe('backfill (the built CLI against the simulator and PostgreSQL)', () => 
     expect(rerun.stderr).toContain('resuming');
   });
 
-  it('lets two concurrent runs share the schema; only a reset or a migration holding it alone makes one exit 4', async () => {
+  it('lets two concurrent runs share the schema; only a migration, or a reset of its organization, holding it alone makes one exit 4', async () => {
     sim.setFaults({ latencyMs: 20 });
     const args = ['backfill', '--from', '2025-01-06', '--to', '2025-02-16', '--schema', 'twice'];
     // The first to start migrates the new schema alone; the other waits for that, then they share it.
@@ -100,24 +100,41 @@ describe('backfill (the built CLI against the simulator and PostgreSQL)', () => 
     expect(windows[0]!.loaded! + windows[1]!.loaded!).toBe(6);
     expect(windows[0]!.byOthers! + windows[1]!.byOthers!).toBe(6);
 
-    // A session holding the schema alone, as a reset or a migration does: a run that may not wait exits 4.
+    // A session holding the schema alone, as a migration does, or its organization, as a reset does: a run that
+    // may not wait exits 4.
+    const scope = { schema: 'twice', org: 'default' };
+    for (const [key, holds] of [
+      [runLockKey('twice'), 'a migration holds schema "twice" alone'],
+      [organizationLockKey(scope), 'a reset or a rename holds schema "twice" alone'],
+    ] as const) {
+      const holder = await db.pool.connect();
+      try {
+        await lockForSession(holder, key);
+        const locked = await runCli([...args, '--reload'], cliEnv(sim, db.url));
+        expect(locked.code).toBe(4);
+        expect(locked.stderr).toContain(holds);
+        expect(locked.summary).toMatchObject({ status: 'lock_held', exitCode: 4 });
+      } finally {
+        await unlockSession(holder, key);
+        holder.release();
+      }
+    }
+    // Another organization's runs do not wait for a reset of this one.
     const holder = await db.pool.connect();
     try {
-      await lockForSession(holder, runLockKey('twice'));
-      const locked = await runCli([...args, '--reload'], cliEnv(sim, db.url));
-      expect(locked.code).toBe(4);
-      expect(locked.stderr).toContain('a reset or a migration holds schema "twice" alone');
-      expect(locked.summary).toMatchObject({ status: 'lock_held', exitCode: 4 });
+      await lockForSession(holder, organizationLockKey(scope));
+      const other = await runCli([...args, '--organization', 'acme'], cliEnv(sim, db.url));
+      expect(other.code, other.stderr).toBe(0);
+      expect(other.summary).toMatchObject({ windows: { loaded: 6 } });
     } finally {
-      await unlockSession(holder, runLockKey('twice'));
+      await unlockSession(holder, organizationLockKey(scope));
       holder.release();
     }
     sim.setFaults({ latencyMs: 0 });
-    const check = await compareWithReference(
-      db.pool,
-      'twice',
-      sim.referencePosts({ start_date: '2025-01-06', end_date: '2025-02-16' }),
-    );
-    expect(check.problems).toEqual([]);
+    const reference = sim.referencePosts({ start_date: '2025-01-06', end_date: '2025-02-16' });
+    for (const org of ['default', 'acme']) {
+      const check = await compareWithReference(db.pool, 'twice', reference, 'platform_post_id', org);
+      expect(check.problems).toEqual([]);
+    }
   });
 });

@@ -56,7 +56,10 @@ export async function readTables(
   pool: pg.Pool,
   schema: string,
   postIdField = 'platform_post_id',
+  org?: string,
 ): Promise<LoadedTables> {
+  // One organization's rows, or every row of the schema.
+  const only = org === undefined ? '' : ` WHERE _org = ${pg.escapeLiteral(org)}`;
   const s = pg.escapeIdentifier(schema);
   const idColumn = pg.escapeIdentifier(postIdField);
   const columns = new Map<string, string>();
@@ -69,7 +72,7 @@ export async function readTables(
   }
   const { rows } = await pool.query<{ id: string; ws: string; we: string; doc: string }>(
     `SELECT ${idColumn}::text AS id, _window_start::text AS ws, _window_end::text AS we, row_to_json(p)::text AS doc
-       FROM ${s}.posts p`,
+       FROM ${s}.posts p${only}`,
   );
   const loaded = new Map<string, { ws: string; we: string; doc: Record<string, unknown> }>();
   const duplicates: string[] = [];
@@ -79,7 +82,7 @@ export async function readTables(
   }
   const segRows = (
     await pool.query<{ id: string; name: string; value: string }>(
-      `SELECT ${idColumn}::text AS id, name, value FROM ${s}.post_custom_segments ORDER BY 1, 2, 3`,
+      `SELECT ${idColumn}::text AS id, name, value FROM ${s}.post_custom_segments${only} ORDER BY 1, 2, 3`,
     )
   ).rows;
   const segments = new Map<string, string[]>();
@@ -141,15 +144,17 @@ export function comparePosts(
 
 /**
  * Compares `posts` and `post_custom_segments` of a schema with the simulator's reference posts, row by row and
- * field by field, numbers compared by their exact digits. Every post must lie inside its recorded window.
+ * field by field, numbers compared by their exact digits. Every post must lie inside its recorded window. With
+ * `org`, that organization's rows only.
  */
 export async function compareWithReference(
   pool: pg.Pool,
   schema: string,
   reference: readonly SimulatorPost[],
   postIdField = 'platform_post_id',
+  org?: string,
 ): Promise<TableCheck> {
-  const tables = await readTables(pool, schema, postIdField);
+  const tables = await readTables(pool, schema, postIdField, org);
   const problems = tables.duplicates.map((id) => `post ${id} is loaded twice`);
   problems.push(...comparePosts(tables, reference, tables.rows.keys()));
   return { problems, posts: tables.rows.size };

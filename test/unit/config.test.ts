@@ -33,6 +33,19 @@ describe('parseConfig', () => {
     }
   });
 
+  it('takes an organization id, default "default", and names a bad one', () => {
+    expect(parseConfig(base).db.organization).toBe('default');
+    expect(parseConfig({ ...base, POST_REPORTS_ORGANIZATION: 'globex_eu' }).db.organization).toBe(
+      'globex_eu',
+    );
+    expect(parseConfig(base, { organization: 'acme' }).db.organization).toBe('acme');
+    for (const bad of ['Acme', 'acme-eu', '1acme', 'a'.repeat(17), "acme'; --"]) {
+      expect(() => parseConfig({ ...base, POST_REPORTS_ORGANIZATION: bad })).toThrow(
+        `POST_REPORTS_ORGANIZATION (--organization) must be an organization id of 1-16 lower-case letters, digits or _, starting with a letter, got ${JSON.stringify(bad)}`,
+      );
+    }
+  });
+
   it('lets flags win over the environment', () => {
     const config = parseConfig({ ...base, POST_REPORTS_WINDOW_DAYS: '3' }, { windowDays: '10' });
     expect(config.run.windowDays).toBe(10);

@@ -17,7 +17,16 @@ describe('help (the built CLI)', () => {
   it('each command lists only the flags it uses', async () => {
     const status = await flagsOf('status');
     expect([...status.flags].sort()).toEqual(
-      ['--config', '--database-url', '--schema', '--log-level', '--json', '--help'].sort(),
+      [
+        '--config',
+        '--database-url',
+        '--schema',
+        '--organization',
+        '--all-organizations',
+        '--log-level',
+        '--json',
+        '--help',
+      ].sort(),
     );
     const plan = await flagsOf('plan');
     for (const unused of ['--partition-period', '--lock-wait-ms', '--concurrency', '--base-url']) {
@@ -29,7 +38,16 @@ describe('help (the built CLI)', () => {
   });
 
   it('placeholders say what goes there, never a bare <value>, and each command shows an example', async () => {
-    for (const command of ['backfill', 'sync', 'migrate', 'status', 'plan', 'dimensions', 'demo']) {
+    for (const command of [
+      'backfill',
+      'sync',
+      'migrate',
+      'status',
+      'plan',
+      'dimensions',
+      'demo',
+      'rename-organization',
+    ]) {
       const { help } = await flagsOf(command);
       expect(help, command).not.toContain('<value>');
       expect(help, command).toMatch(new RegExp(`Example:\\n\\s+\\$ post-reports-etl ${command}`));

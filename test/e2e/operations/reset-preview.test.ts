@@ -48,7 +48,15 @@ describe('--reset says what it removes before it does (the built CLI)', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines[0]).toEqual({
-      reset: { schema, windows: loaded.windows, posts: loaded.posts, from: FROM, to: TO, cursor: null },
+      reset: {
+        schema,
+        organization: 'default',
+        windows: loaded.windows,
+        posts: loaded.posts,
+        from: FROM,
+        to: TO,
+        cursor: null,
+      },
     });
     // As a reset run would: every window of the range is loaded again, its standing shown as it is now.
     expect(lines.length).toBeGreaterThan(1);

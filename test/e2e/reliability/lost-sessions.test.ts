@@ -1,7 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { commitLockKey, runLockHolders, runLockKey, windowClaimHolders } from '../../../src/load/locks.js';
+import {
+  commitLockKey,
+  organizationLockHolders,
+  organizationLockKey,
+  runLockHolders,
+  windowClaimHolders,
+} from '../../../src/load/locks.js';
 import { readTarget, resetTarget } from '../../../src/load/window-state.js';
 import {
   type RunningSimulator,
@@ -153,7 +159,9 @@ describe('sessions the server closes (the built CLI)', () => {
       sim: { seed: 46, postsPerDay: 30, generationDelayMs: 3000 },
       after: '"msg":"report created"',
       sessions: async (schema) =>
-        (await windowClaimHolders(db.pool, schema, WINDOWS)).flatMap((h) => (h === null ? [] : [h.pid])),
+        (await windowClaimHolders(db.pool, { schema, org: 'default' }, WINDOWS)).flatMap((h) =>
+          h === null ? [] : [h.pid],
+        ),
     },
   ];
 
@@ -174,19 +182,22 @@ describe('sessions the server closes (the built CLI)', () => {
     });
   }
 
-  it('the run lock lost while a reset takes the schema: the run stops with exit 1 and its summary', async () => {
+  it('the organization lock lost while a reset takes it: the run stops with exit 1 and its summary', async () => {
     const sim = await simulator({ seed: 47, postsPerDay: 30, generationDelayMs: 3000 });
     const schema = 'cut_reset';
+    const scope = { schema, org: 'default' };
     const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
     await run.waitForOutput('"msg":"report created"');
-    const [holder] = await runLockHolders(db.pool, schema);
+    const [holder] = await organizationLockHolders(db.pool, scope);
     expect(holder).toBeDefined();
-    // A reset asks for the schema alone: granted the moment the run's lock session is gone, before it can
-    // take the lock again.
+    // A reset asks for the organization alone: granted the moment the run's lock session is gone, before it
+    // can take the lock again.
     const reset = await db.pool.connect();
     const { rows: me } = await reset.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     try {
-      const waiting = reset.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [runLockKey(schema)]);
+      const waiting = reset.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
+        organizationLockKey(scope),
+      ]);
       for (;;) {
         const { rows } = await db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1`,
@@ -198,10 +209,10 @@ describe('sessions the server closes (the built CLI)', () => {
       await terminate([holder!.pid]);
       await waiting;
       await reset.query('BEGIN');
-      const target = await readTarget(reset, schema);
-      await resetTarget(reset, schema, target!.postIdField, target!.filters);
+      const target = await readTarget(reset, scope);
+      await resetTarget(reset, scope, target!.postIdField, target!.filters);
       await reset.query('COMMIT');
-      await reset.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [runLockKey(schema)]);
+      await reset.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [organizationLockKey(scope)]);
     } finally {
       reset.release();
     }
@@ -230,7 +241,9 @@ describe('sessions the server closes (the built CLI)', () => {
       // The commit checks the claims once it holds the commit lock, and commits again once they are taken again.
       log: 'the window claims were lost before the commit',
       sessions: async (schema: string) =>
-        (await windowClaimHolders(db.pool, schema, WINDOWS)).flatMap((h) => (h === null ? [] : [h.pid])),
+        (await windowClaimHolders(db.pool, { schema, org: 'default' }, WINDOWS)).flatMap((h) =>
+          h === null ? [] : [h.pid],
+        ),
     },
     {
       name: 'the run lock holder alone',

@@ -32,7 +32,7 @@ function logged(message: string, year: string): string[] {
 /** Whether the window's posts stage has its key, i.e. it was opened as a partition to be. */
 async function stageKeyed(window: Window): Promise<boolean> {
   const found = await db.pool.query<{ keyed: boolean }>('SELECT to_regclass($1) IS NOT NULL AS keyed', [
-    `post_reports.${stageKeyIndex(stageNames(window).posts)}`,
+    `post_reports.${stageKeyIndex(stageNames('default', window).posts)}`,
   ]);
   return found.rows[0]!.keyed;
 }
@@ -106,14 +106,14 @@ describe('a window that opens a period', () => {
     // The key holds on the attached partition, as on one the connector made.
     await expect(
       db.pool.query(
-        `INSERT INTO post_reports.posts (platform_post_id, _window_start, _window_end, _report_id)
-         VALUES (3, '2040-03-01', '2040-03-07', 'x')`,
+        `INSERT INTO post_reports.posts (_org, platform_post_id, _window_start, _window_end, _report_id)
+         VALUES ('default', 3, '2040-03-01', '2040-03-07', 'x')`,
       ),
     ).rejects.toThrow(/duplicate key/);
     await expect(
       db.pool.query(
-        `INSERT INTO post_reports.post_custom_segments (platform_post_id, _window_start, name, value)
-         VALUES (3, '2040-03-01', 'Region', 'West')`,
+        `INSERT INTO post_reports.post_custom_segments (_org, platform_post_id, _window_start, name, value)
+         VALUES ('default', 3, '2040-03-01', 'Region', 'West')`,
       ),
     ).rejects.toThrow(/duplicate key/);
   });

@@ -17,6 +17,7 @@ const pool = createPool(
   {
     url: new Secret(db.url),
     schema: target.schema,
+    organization: 'default',
     statementTimeoutMs: 60_000,
     lockWaitMs: 1000,
     partitionPeriod: 'year',

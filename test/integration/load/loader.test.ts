@@ -156,8 +156,8 @@ describe('window-atomic loads', () => {
       expect(filled()).toEqual(['2032-02-01..2032-02-07']);
       await expect(
         db.pool.query(
-          `INSERT INTO post_reports.posts_y2032 (platform_post_id, _window_start, _window_end, _report_id)
-           VALUES (8, '2032-02-01', '2032-02-07', 'x')`,
+          `INSERT INTO post_reports.posts_y2032 (_org, platform_post_id, _window_start, _window_end, _report_id)
+           VALUES ('default', 8, '2032-02-01', '2032-02-07', 'x')`,
         ),
       ).rejects.toThrow(/duplicate key/);
       // Another period setting puts a window where its dates already are, making nothing; its own new periods

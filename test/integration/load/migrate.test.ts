@@ -17,6 +17,7 @@ const ALL = [
   '005_period_partitions.sql',
   '006_report_age.sql',
   '007_segment_value_hash_key.sql',
+  '008_organizations.sql',
 ];
 
 describe('migrate', () => {
@@ -128,6 +129,49 @@ describe('migrate', () => {
       `SELECT to_regclass('upgraded.stage_20260119_20260125_posts') AS stage, (SELECT count(*)::int FROM upgraded.stage_progress) AS progress`,
     );
     expect(leftovers.rows[0]).toEqual({ stage: null, progress: 0 });
+  });
+
+  it("files a 007 schema's state under the default organization, a stage in progress included", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    for (const file of ALL.slice(0, 7)) await cp(join('migrations', file), join(dir, file));
+    const target = { schema: 'before_orgs', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    await db.pool.query(`
+      INSERT INTO before_orgs.sync_state (post_id_field, filters, cursor_date) VALUES ('platform_post_id', '{}', '2026-01-11');
+      INSERT INTO before_orgs.report_windows (window_start, window_end, filters, report_id, status, row_count)
+        VALUES ('2026-01-05', '2026-01-11', '{}', 'r1', 'loaded', 1), ('2026-01-12', '2026-01-18', '{}', NULL, 'staging', NULL);
+      INSERT INTO before_orgs.window_reports (window_start, window_end, report_id, received_at, made_at)
+        VALUES ('2026-01-05', '2026-01-11', 'r1', now(), now());
+      INSERT INTO before_orgs.stage_progress (window_start, window_end, report_id, stage_posts, stage_segments)
+        VALUES ('2026-01-12', '2026-01-18', 'r2', 'stage_20260112_20260118_posts', 'stage_20260112_20260118_segments');
+      CREATE UNLOGGED TABLE before_orgs.stage_20260112_20260118_posts (_seq bigint, platform_post_id bigint);
+      CREATE UNLOGGED TABLE before_orgs.stage_20260112_20260118_segments (_seq bigint, platform_post_id bigint);
+    `);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(['008_organizations.sql']);
+    const orgs = await db.pool.query(
+      `SELECT (SELECT array_agg(org) FROM before_orgs.sync_state) AS targets,
+              (SELECT array_agg(org ORDER BY window_start) FROM before_orgs.report_windows) AS windows,
+              (SELECT array_agg(org) FROM before_orgs.window_reports) AS reports,
+              (SELECT array_agg(org) FROM before_orgs.stage_progress) AS stages`,
+    );
+    expect(orgs.rows[0]).toEqual({
+      targets: ['default'],
+      windows: ['default', 'default'],
+      reports: ['default'],
+      stages: ['default'],
+    });
+    // The stage staged before fills _org as a stage made now does.
+    await db.pool.query(
+      'INSERT INTO before_orgs.stage_20260112_20260118_posts (_seq, platform_post_id) VALUES (0, 1)',
+    );
+    const staged = await db.pool.query('SELECT _org FROM before_orgs.stage_20260112_20260118_posts');
+    expect(staged.rows).toEqual([{ _org: 'default' }]);
+    // Every state row names its organization from now on.
+    await expect(
+      db.pool.query(
+        `INSERT INTO before_orgs.report_windows (window_start, window_end, filters) VALUES ('2026-02-02', '2026-02-08', '{}')`,
+      ),
+    ).rejects.toThrow(/null value in column "org"/);
   });
 
   it('moves a history of several years into the one partition of period none', async () => {

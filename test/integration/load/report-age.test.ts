@@ -13,6 +13,7 @@ const log = captureLogger();
 const loader = new Loader(db.pool, target, log.logger);
 const REUSE_MS = 3 * 3_600_000;
 const { schema } = target;
+const scope = { schema, org: 'default' };
 
 beforeAll(async () => {
   await migrate(db.pool, target, log.logger);
@@ -25,31 +26,17 @@ async function stageReport(
   receivedAt: string,
   ids: number[],
 ): Promise<void> {
-  await receiveReport(db.pool, schema, window, reportId, new Date(receivedAt), REUSE_MS);
+  await receiveReport(db.pool, scope, window, reportId, new Date(receivedAt), REUSE_MS);
   await stageAll(loader, window, reportId, [ids.map((id) => post(id, { brand: reportId }))]);
 }
 
 describe('the age of a window report', () => {
   it('is its first receipt less the reuse period, whatever receipt comes after', async () => {
     const w = { start: '2026-05-04', end: '2026-05-10' };
-    const first = await receiveReport(
-      db.pool,
-      schema,
-      w,
-      'r-age',
-      new Date('2026-05-11T01:00:00Z'),
-      REUSE_MS,
-    );
+    const first = await receiveReport(db.pool, scope, w, 'r-age', new Date('2026-05-11T01:00:00Z'), REUSE_MS);
     expect(first).toMatchObject({ first: true, outcome: 'received' });
     expect(first.madeAt.toISOString()).toBe('2026-05-10T22:00:00.000Z');
-    const again = await receiveReport(
-      db.pool,
-      schema,
-      w,
-      'r-age',
-      new Date('2026-05-11T02:30:00Z'),
-      REUSE_MS,
-    );
+    const again = await receiveReport(db.pool, scope, w, 'r-age', new Date('2026-05-11T02:30:00Z'), REUSE_MS);
     expect(again).toMatchObject({ first: false, madeAt: first.madeAt, receivedAt: first.receivedAt });
   });
 
@@ -65,7 +52,7 @@ describe('the age of a window report', () => {
     expect(error).toMatchObject({ code: 'REPORT_STALE' });
     expect((error as Error).message).toContain('report week-old of window 2026-06-01..2026-06-07 is older');
     expect(await idsOf(db.pool, day)).toEqual(['101']);
-    expect(await readWindow(db.pool, schema, day)).toMatchObject({
+    expect(await readWindow(db.pool, scope, day)).toMatchObject({
       status: 'loaded',
       reportId: 'day-new',
       reportMadeAt: new Date('2026-06-10T07:30:00Z'),
@@ -74,16 +61,16 @@ describe('the age of a window report', () => {
     // A newer report of the week replaces the day.
     await stageReport(week, 'week-new', '2026-06-10T11:00:00Z', [101, 102]);
     await loader.commitWindows([week]);
-    expect(await readWindow(db.pool, schema, day)).toBeNull();
-    expect(await readWindow(db.pool, schema, week)).toMatchObject({ status: 'loaded', reportId: 'week-new' });
+    expect(await readWindow(db.pool, scope, day)).toBeNull();
+    expect(await readWindow(db.pool, scope, week)).toMatchObject({ status: 'loaded', reportId: 'week-new' });
   });
 
   it('ending an attempt never touches a window another process loaded meanwhile', async () => {
     const w = { start: '2026-07-06', end: '2026-07-12' };
     await stageReport(w, 'loaded-by-other', '2026-07-20T10:00:00Z', [301]);
     await loader.commitWindows([w]);
-    await endAttempt(db.pool, schema, w, 'pending', 'claim lost before the commit');
-    expect(await readWindow(db.pool, schema, w)).toMatchObject({ status: 'loaded', lastError: null });
+    await endAttempt(db.pool, scope, w, 'pending', 'claim lost before the commit');
+    expect(await readWindow(db.pool, scope, w)).toMatchObject({ status: 'loaded', lastError: null });
   });
 
   it('a claim finds a window done by another process by the age of its data', async () => {
@@ -91,7 +78,7 @@ describe('the age of a window report', () => {
     await stageReport(w, 'aged', '2026-08-20T10:00:00Z', [401]);
     await loader.commitWindows([w]);
     const claimsOf = (madeSince: string, reload: boolean) =>
-      new WindowClaims(db.pool, schema, log.logger, {
+      new WindowClaims(db.pool, scope, log.logger, {
         madeSince: new Date(madeSince),
         reloads: () => reload,
       });
@@ -111,13 +98,13 @@ describe('the age of a window report', () => {
   it('a run whose claims session was lost finds the window loaded by the process that took it, and leaves it', async () => {
     const w = { start: '2026-09-07', end: '2026-09-13' };
     const freshness = { madeSince: new Date('2026-09-20T06:00:00Z'), reloads: () => true };
-    const lost = new WindowClaims(db.pool, schema, log.logger, freshness);
+    const lost = new WindowClaims(db.pool, scope, log.logger, freshness);
     expect(await lost.claim([w])).toBe('claimed');
     const { rows } = await db.pool.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [
       lost.pid,
     ]);
     expect(rows[0]?.ok).toBe(true);
-    const other = new WindowClaims(db.pool, schema, log.logger, freshness);
+    const other = new WindowClaims(db.pool, scope, log.logger, freshness);
     // The other process claims the window once the lost session is gone, and loads it.
     while ((await other.claim([w])) !== 'claimed') await new Promise((r) => setTimeout(r, 20));
     await stageReport(w, 'by-the-other', '2026-09-20T10:00:00Z', [501]);
@@ -125,7 +112,7 @@ describe('the age of a window report', () => {
     await other.close();
     expect(await lost.holds([w])).toBe('done');
     await lost.close();
-    expect(await readWindow(db.pool, schema, w)).toMatchObject({
+    expect(await readWindow(db.pool, scope, w)).toMatchObject({
       status: 'loaded',
       reportId: 'by-the-other',
     });

@@ -12,6 +12,7 @@ import {
   lockForSession,
   type RunLock,
   runLockKey,
+  schemaLockScope,
   unlockSession,
 } from '../../../src/load/locks.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -39,10 +40,12 @@ describe('waiting for the process before (run lock)', () => {
     await lockForSession(first, runLockKey(schema));
     const got: RunLock[] = [];
     const waiters = Array.from({ length: 3 }, () =>
-      acquireRunLock(processPool(), schema, 5_000, { alone: async () => pending }).then((lock) => {
-        got.push(lock);
-        return lock;
-      }),
+      acquireRunLock(processPool(), schemaLockScope(schema), 5_000, { alone: async () => pending }).then(
+        (lock) => {
+          got.push(lock);
+          return lock;
+        },
+      ),
     );
     try {
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -68,7 +71,9 @@ describe('waiting for the process before (run lock)', () => {
     await lockForSession(first, aloneQueueKey(schema));
     await lockForSession(first, runLockKey(schema));
     // A reset: still to do alone after the one before shared the schema.
-    const waiter = acquireRunLock(processPool(), schema, 30_000, { alone: async () => '--reset' });
+    const waiter = acquireRunLock(processPool(), schemaLockScope(schema), 30_000, {
+      alone: async () => '--reset',
+    });
     let mode: string | undefined;
     const settled = waiter.then((lock) => {
       mode = lock.mode;

@@ -9,6 +9,7 @@ import { captureLogger, load, post, target } from '../load/load-fixtures.js';
 const db = await createTestDatabase();
 const log = captureLogger();
 const loader = new Loader(db.pool, target, log.logger);
+const scope = { schema: target.schema, org: 'default' };
 
 beforeAll(async () => {
   await migrate(db.pool, target, log.logger);
@@ -25,17 +26,17 @@ async function partitions(): Promise<string[]> {
 
 describe('resetTarget (--reset)', () => {
   it('drops the partitions, stages and record with the cursor, so that windows of another grid load afterwards', async () => {
-    await writeTarget(db.pool, target.schema, target.postIdField, { brands: ['x'] });
+    await writeTarget(db.pool, scope, target.postIdField, { brands: ['x'] });
     await load(loader, { start: '2026-01-05', end: '2026-01-11' }, 'a', [[post(1, { brand: 'x' })]]);
     await load(loader, { start: '2026-01-12', end: '2026-01-18' }, 'b', [
       [post(2, { brand: 'y' }), post(4, { brand: 'y' })],
     ]);
     await loader.openWindow({ start: '2026-01-19', end: '2026-01-25' }, 'half');
-    await advanceCursorTo(db.pool, target.schema, '2026-01-18');
+    await advanceCursorTo(db.pool, scope, '2026-01-18');
     // The two windows' year partition of each table.
     expect(await partitions()).toHaveLength(2);
     const removed = await withTransaction(db.pool, undefined, (client) =>
-      resetTarget(client, target.schema, target.postIdField, { brands: ['z'] }),
+      resetTarget(client, scope, target.postIdField, { brands: ['z'] }),
     );
     expect(removed).toEqual({ windows: 2, posts: 3 });
     expect(await partitions()).toEqual([]);
@@ -45,7 +46,7 @@ describe('resetTarget (--reset)', () => {
               (SELECT count(*)::int FROM pg_tables WHERE schemaname = 'post_reports' AND tablename ~ '^stage_[0-9]{8}_') AS tables`,
     );
     expect(left.rows[0]).toEqual({ windows: 0, stages: 0, tables: 0 });
-    expect(await readTarget(db.pool, target.schema)).toEqual({
+    expect(await readTarget(db.pool, scope)).toEqual({
       postIdField: target.postIdField,
       filters: { brands: ['z'] },
       cursorDate: null,

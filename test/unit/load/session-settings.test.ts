@@ -6,6 +6,7 @@ import { Secret } from '../../../src/secret.js';
 const db = {
   url: new Secret('postgres://localhost/db'),
   schema: 'post_reports',
+  organization: 'default',
   partitionPeriod: 'year' as const,
   statementTimeoutMs: 600_000,
   lockWaitMs: 30_000,

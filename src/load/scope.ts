@@ -1,0 +1,26 @@
+/*
+ * Where a run's rows and state are: a schema, and one organization's share of it. Every state table and every
+ * lock that is not the schema's as a whole is keyed by both.
+ */
+import { DEFAULT_ORGANIZATION } from '../model/organization.js';
+
+export interface Scope {
+  readonly schema: string;
+  /** The organization (`_org` of its rows, `org` of its state rows). */
+  readonly org: string;
+}
+
+/** The scope of a target: its organization, or the default one for a target that names none. */
+export function scopeOf(target: { readonly schema: string; readonly org?: string }): Scope {
+  return { schema: target.schema, org: target.org ?? DEFAULT_ORGANIZATION };
+}
+
+/** A table of the organization's own (a partition, a stage): the default organization's keep their names. */
+export function orgTableName(org: string, name: string, rest: string): string {
+  return org === DEFAULT_ORGANIZATION ? `${name}_${rest}` : `${name}_${org}_${rest}`;
+}
+
+/** How messages name it: the schema, or an organization of it (the default organization's is the schema). */
+export function scopeName({ schema, org }: Scope): string {
+  return org === DEFAULT_ORGANIZATION ? `schema "${schema}"` : `organization "${org}" of schema "${schema}"`;
+}

@@ -1,0 +1,146 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withTransaction } from '../../../src/load/database.js';
+import { Loader } from '../../../src/load/loader.js';
+import { migrate } from '../../../src/load/migrate.js';
+import type { Scope } from '../../../src/load/scope.js';
+import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { captureLogger, load, post, stageAll, target } from './load-fixtures.js';
+
+const db = await createTestDatabase();
+const log = captureLogger();
+const { schema } = target;
+const ACME: Scope = { schema, org: 'acme' };
+const GLOBEX: Scope = { schema, org: 'globex' };
+const acme = new Loader(db.pool, { ...target, org: 'acme' }, log.logger);
+const globex = new Loader(db.pool, { ...target, org: 'globex' }, log.logger);
+const byDefault = new Loader(db.pool, target, log.logger);
+
+beforeAll(async () => {
+  await migrate(db.pool, target, log.logger);
+  for (const scope of [ACME, GLOBEX]) await writeTarget(db.pool, scope, target.postIdField, {});
+});
+
+const seg = (name: string, value: string) => ({ name, value });
+const WEEK = { start: '2026-02-02', end: '2026-02-08' };
+
+/** An organization's rows (posts and segments) and state rows, as comparable text. */
+async function holdings(org: string): Promise<string[]> {
+  const tables = [
+    ['posts', '_org'],
+    ['post_custom_segments', '_org'],
+    ['report_windows', 'org'],
+    ['window_reports', 'org'],
+    ['stage_progress', 'org'],
+    ['sync_state', 'org'],
+  ];
+  const rows: string[] = [];
+  for (const [table, column] of tables) {
+    const { rows: found } = await db.pool.query<{ row: string }>(
+      `SELECT $1 || ' ' || (to_jsonb(t) - '_loaded_at' - 'updated_at' - 'finished_at' - 'started_at')::text AS row
+         FROM ${schema}.${table} t WHERE ${column} = $2 ORDER BY 1`,
+      [table, org],
+    );
+    rows.push(...found.map((r) => r.row));
+  }
+  return rows;
+}
+
+async function partitions(): Promise<string[]> {
+  const { rows } = await db.pool.query<{ name: string }>(
+    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent = '${schema}.posts'::regclass ORDER BY 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+describe('organizations in one schema', () => {
+  it('load the same post ids side by side, each row under its own key, in partitions of their own', async () => {
+    await load(acme, WEEK, 'acme-1', [[post(1, { brand: 'Acme' }, [seg('Region', 'North')]), post(2)]]);
+    await load(globex, WEEK, 'globex-1', [[post(1, { brand: 'Globex' }, [seg('Region', 'South')])]]);
+    await load(byDefault, WEEK, 'default-1', [[post(1, { brand: 'Initech' })]]);
+    const { rows } = await db.pool.query<{ org: string; id: string; brand: string | null; report: string }>(
+      `SELECT _org AS org, platform_post_id::text AS id, brand, _report_id AS report
+         FROM ${schema}.posts ORDER BY 1, 2`,
+    );
+    expect(rows).toEqual([
+      { org: 'acme', id: '1', brand: 'Acme', report: 'acme-1' },
+      { org: 'acme', id: '2', brand: null, report: 'acme-1' },
+      { org: 'default', id: '1', brand: 'Initech', report: 'default-1' },
+      { org: 'globex', id: '1', brand: 'Globex', report: 'globex-1' },
+    ]);
+    const segments = await db.pool.query(
+      `SELECT _org AS org, value FROM ${schema}.post_custom_segments ORDER BY 1`,
+    );
+    expect(segments.rows).toEqual([
+      { org: 'acme', value: 'North' },
+      { org: 'globex', value: 'South' },
+    ]);
+    expect(await partitions()).toEqual(['posts_acme_y2026', 'posts_globex_y2026', 'posts_y2026']);
+    // Each organization's windows are its own.
+    for (const [scope, report] of [
+      [ACME, 'acme-1'],
+      [GLOBEX, 'globex-1'],
+    ] as const) {
+      expect((await listWindows(db.pool, scope)).map((w) => [w.start, w.reportId, w.rowCount])).toEqual([
+        [WEEK.start, report, scope === ACME ? 2 : 1],
+      ]);
+    }
+  });
+
+  it("a reload of one organization's window replaces its rows only", async () => {
+    const before = await holdings('globex');
+    await load(acme, WEEK, 'acme-2', [[post(2, { brand: 'Acme' })]]);
+    const { rows } = await db.pool.query(
+      `SELECT _org AS org, platform_post_id::text AS id FROM ${schema}.posts ORDER BY 1, 2`,
+    );
+    expect(rows).toEqual([
+      { org: 'acme', id: '2' },
+      { org: 'default', id: '1' },
+      { org: 'globex', id: '1' },
+    ]);
+    expect(await holdings('globex')).toEqual(before);
+  });
+
+  it('a reset of one organization removes its rows, partitions, stages and state, and nothing of the others', async () => {
+    // A stage in progress of each: the reset drops acme's only.
+    const next = { start: '2026-02-09', end: '2026-02-15' };
+    await stageAll(acme, next, 'acme-half', [[post(5)]]);
+    await stageAll(globex, next, 'globex-half', [[post(6)]]);
+    const others = [await holdings('globex'), await holdings('default')];
+    const removed = await withTransaction(db.pool, undefined, (client) =>
+      resetTarget(client, ACME, target.postIdField, { brands: ['Acme'] }),
+    );
+    expect(removed).toEqual({ windows: 1, posts: 1 });
+    expect([await holdings('globex'), await holdings('default')]).toEqual(others);
+    expect(await partitions()).toEqual(['posts_globex_y2026', 'posts_y2026']);
+    const acmeLeft = await holdings('acme');
+    expect(acmeLeft.filter((row) => !row.startsWith('sync_state '))).toEqual([]);
+    expect(await readTarget(db.pool, ACME)).toMatchObject({
+      filters: { brands: ['Acme'] },
+      cursorDate: null,
+    });
+    const stages = await db.pool.query<{ name: string }>(
+      `SELECT tablename::text AS name FROM pg_tables WHERE schemaname = $1 AND tablename ~ '^stage_.*_(posts|segments)$' ORDER BY 1`,
+      [schema],
+    );
+    expect(stages.rows.map((r) => r.name)).toEqual([
+      'stage_globex_20260209_20260215_posts',
+      'stage_globex_20260209_20260215_segments',
+    ]);
+    // The organization loads again from nothing, beside the others.
+    await load(acme, WEEK, 'acme-3', [[post(1, { brand: 'Acme' })]]);
+    expect(await partitions()).toEqual(['posts_acme_y2026', 'posts_globex_y2026', 'posts_y2026']);
+    expect([await holdings('globex'), await holdings('default')]).toEqual(others);
+  });
+
+  it('refuses a row without an organization: none is filed under the default one by accident', async () => {
+    await expect(
+      db.pool.query(
+        `INSERT INTO ${schema}.posts (platform_post_id, _window_start, _window_end, _report_id)
+         VALUES (9, '2026-02-02', '2026-02-08', 'x')`,
+      ),
+      // The organization is the partitions' key: a row without one belongs to no partition.
+    ).rejects.toThrow(/no partition of relation "posts" found for row/);
+  });
+});
