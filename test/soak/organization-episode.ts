@@ -19,13 +19,15 @@ import { type CliResult, runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { CLEAN_ENV, episodeStart, PAST_REUSE_MS, randomStart } from './episode-settings.js';
 import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
-import { drawFaultPlan, FAULT_KINDS, NO_FAULTS } from './fault-plan.js';
+import { drawFaultPlan, FAULT_KINDS, type FaultKind, type FaultPlan, NO_FAULTS } from './fault-plan.js';
 import { FaultTally } from './fault-tally.js';
 import { faultyProcesses } from './faulty-run.js';
 import {
   drawOrganizationRun,
   drawOrganizations,
   type OrganizationRunPlan,
+  postsPerWindow,
+  richest,
   type SoakOrganization,
   sameIds,
 } from './organization-plan.js';
@@ -33,6 +35,11 @@ import { checkOrganizationState, firstDifference, foreignRows, holdings } from '
 import type { PhaseOptions } from './soak-args.js';
 import { add, plannedRuns, report, type Tally } from './soak-tally.js';
 import { Ledger } from './verify-tables.js';
+
+const RESET_FIRST = FAULT_KINDS.indexOf('filter-reset');
+
+/** Kinds that strike a report of two pages or more, or a run long enough for a session to sit idle. */
+const LONG_KINDS: readonly FaultKind[] = ['report-expires', 'page-token-expires', 'report-gone', 'idle-cut'];
 
 /** One organization over an episode: its plan, its ledger, and what its runs changed of its target. */
 interface OrganizationRecord {
@@ -54,6 +61,8 @@ interface Episode {
   readonly from: string;
   readonly to: string;
   readonly records: readonly OrganizationRecord[];
+  /** The organization whose windows have the most pages (see organizationEpisode). */
+  readonly richest: number;
   readonly baseEnv: Record<string, string>;
 }
 
@@ -151,14 +160,27 @@ async function checkRun(ep: Episode, check: RunCheck): Promise<{ problems: strin
   return { problems, posts };
 }
 
-/** The brands of a filter change: one or two of the organization's, picked from the seed. */
+/** A plan whose report failure is for a window of `grid`: its first, when the one drawn is not on it. */
+function onGrid(faults: FaultPlan, grid: readonly Window[]): FaultPlan {
+  const dates = faults.initial.failReportStartDates;
+  const first = grid[0]?.start;
+  if (dates === undefined || first === undefined || dates.every((d) => grid.some((w) => w.start === d))) {
+    return faults;
+  }
+  return { ...faults, initial: { ...faults.initial, failReportStartDates: [first] } };
+}
+
+/** The brands of a filter change: one to three of the organization's, picked from the seed. */
 function pickBrands(random: Random, record: OrganizationRecord, from: string, to: string): string[] {
   const names = [
     ...new Set(record.ledger.truth(0, { start: from, end: to }).map((p) => String(p.fields.brand))),
   ]
     .filter((name) => !name.includes(','))
     .sort();
-  return [random.pick(names), random.pick(names)].filter((b, i, all) => all.indexOf(b) === i);
+  // Up to three of them: reports under the new filters still have several pages for the faults to strike.
+  return [random.pick(names), random.pick(names), random.pick(names)].filter(
+    (b, i, all) => all.indexOf(b) === i,
+  );
 }
 
 /** A run without faults of one organization: after it lost its database (exit 1), or the episode's last. */
@@ -196,20 +218,31 @@ async function faultyRun(
   ep: Episode,
   random: Random,
   r: number,
-  plan: OrganizationRunPlan,
+  drawn: OrganizationRunPlan,
 ): Promise<number[]> {
   const { tally, options } = ep;
-  const runRecords = plan.organizations.map((i) => ep.records[i] as OrganizationRecord);
   const dates: string[] = [];
   for (let d = ep.from; d <= ep.to; d = addDays(d, 1)) dates.push(d);
-  const windowStarts = [...new Set(runRecords.flatMap((rec) => rec.grid.map((w) => w.start)))].sort();
-  // Each kind in turn is the run's primary fault: a soak of any size plans every kind.
-  const primary = FAULT_KINDS[tally.faultyRuns % FAULT_KINDS.length] ?? 'slow-responses';
-  const resettable = plan.organizations.find((i) => ep.records[i]?.brands === null);
-  const faults = drawFaultPlan(random, { windowStarts, dates }, primary, {
-    canReset: resettable !== undefined,
-  });
+  const windowStarts = [
+    ...new Set(drawn.organizations.flatMap((i) => ep.records[i]?.grid.map((w) => w.start) ?? [])),
+  ].sort();
+  // Each kind in turn is the run's primary fault: a soak of any size plans every kind, a reset of one organization
+  // first, so that even a short soak resets one while the others keep their rows.
+  const primary = FAULT_KINDS[(tally.faultyRuns + RESET_FIRST) % FAULT_KINDS.length] ?? 'slow-responses';
+  const canReset = drawn.organizations.some((i) => ep.records[i]?.brands === null);
+  const drawnFaults = drawFaultPlan(random, { windowStarts, dates }, primary, { canReset });
   tally.faultyRuns += 1;
+  // A fault that needs reports of several pages, or a long run, strikes the organization with the most posts a
+  // window when it runs alone (if a reset is planned, one that may still be reset).
+  const swap =
+    drawn.organizations.length === 1 &&
+    drawn.organizations[0] !== ep.richest &&
+    (!drawnFaults.kinds.includes('filter-reset') || ep.records[ep.richest]?.brands === null) &&
+    drawnFaults.kinds.some((kind) => LONG_KINDS.includes(kind));
+  const plan = swap ? { organizations: [ep.richest], victim: 0 } : drawn;
+  const faults = swap ? onGrid(drawnFaults, ep.records[ep.richest]?.grid ?? []) : drawnFaults;
+  const resettable = plan.organizations.find((i) => ep.records[i]?.brands === null);
+  const runRecords = plan.organizations.map((i) => ep.records[i] as OrganizationRecord);
   if (r > 0 && (random.chance(0.7) || faults.kinds.includes('report-fails')))
     ep.sim.advanceTime(PAST_REUSE_MS);
   if (faults.reviseDates.length > 0) {
@@ -327,10 +360,12 @@ export async function organizationEpisode(
   const faultSeed = random.int(1_000_000);
   const organizations = drawOrganizations(random);
   const generationDelayMs = random.pick([0, 30, 100, 300]);
-  const first = organizations[0] as SoakOrganization;
-  // Pages small enough for three to nine a window of the first organization: page tokens and reports can
-  // expire or vanish mid-window.
-  const pageSize = Math.max(5, Math.floor((first.postsPerDay * first.windowDays) / (3 + random.int(7))));
+  const rich = richest(organizations);
+  // Pages small enough for six to twelve a window of the organization with the most posts a window: page tokens
+  // and reports can expire or vanish mid-window, even after a reset to a few brands (fewer pages for the others,
+  // whose windows hold fewer posts).
+  const most = postsPerWindow(organizations[rich] as SoakOrganization);
+  const pageSize = Math.max(5, Math.floor(most / (6 + random.int(7))));
   const sim = await startSimulator({
     seed: faultSeed,
     organizations: organizations.map((o) => ({ token: o.token, seed: o.seed, postsPerDay: o.postsPerDay })),
@@ -370,6 +405,7 @@ export async function organizationEpisode(
       from,
       to,
       records,
+      richest: rich,
       baseEnv: cliEnv(sim, databaseUrl, CLEAN_ENV),
     };
     tally.episodes += 1;
@@ -382,7 +418,8 @@ export async function organizationEpisode(
     o.filtered += organizations.filter((org) => org.filterArgs.length > 0).length;
     o.selecting += organizations.filter((org) => org.selection.mode !== 'all').length;
 
-    const faultyRuns = 1 + random.int(3);
+    // More faulty runs than a plain episode: each ends with a clean run per organization.
+    const faultyRuns = 2 + random.int(4);
     for (let r = 0; r < faultyRuns && plannedRuns(tally) < options.runs - 1; r += 1) {
       const plan = drawOrganizationRun(random, records.length);
       const failed = await faultyRun(ep, random, r, plan);

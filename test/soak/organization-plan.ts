@@ -19,6 +19,8 @@ export interface SoakOrganization {
   readonly filters: Omit<ReportParams, 'start_date' | 'end_date'>;
   readonly filterArgs: readonly string[];
   readonly targetFilters: Readonly<Record<string, readonly string[]>>;
+  /** About the share of its posts its filters keep. */
+  readonly share: number;
   readonly selection: FieldSelection;
   readonly selectionArgs: readonly string[];
 }
@@ -31,13 +33,21 @@ const FILTERS: readonly {
   readonly filters: Omit<ReportParams, 'start_date' | 'end_date'>;
   readonly args: readonly string[];
   readonly target: Readonly<Record<string, readonly string[]>>;
+  /** Each organization has six markets and five channels. */
+  readonly share: number;
 }[] = [
-  { filters: { markets: ['US', 'JP'] }, args: ['--markets', 'US,JP'], target: { markets: ['JP', 'US'] } },
-  { filters: { markets: ['US'] }, args: ['--markets', 'US'], target: { markets: ['US'] } },
+  {
+    filters: { markets: ['US', 'JP'] },
+    args: ['--markets', 'US,JP'],
+    target: { markets: ['JP', 'US'] },
+    share: 2 / 6,
+  },
+  { filters: { markets: ['US'] }, args: ['--markets', 'US'], target: { markets: ['US'] }, share: 1 / 6 },
   {
     filters: { channels: ['Instagram'] },
     args: ['--channels', 'Instagram'],
     target: { channels: ['Instagram'] },
+    share: 1 / 5,
   },
 ];
 
@@ -67,7 +77,7 @@ function selectionArgs(selection: FieldSelection): string[] {
 export function drawOrganizations(random: Random): SoakOrganization[] {
   const count = 2 + random.int(4);
   const ids = [...IDS];
-  const withDefault = random.chance(0.3) ? random.int(count) : -1;
+  const withDefault = random.chance(0.5) ? random.int(count) : -1;
   const organizations: SoakOrganization[] = [];
   for (let i = 0; i < count; i += 1) {
     const id = i === withDefault ? 'default' : (ids.splice(random.int(ids.length), 1)[0] ?? `org_${i}`);
@@ -89,11 +99,26 @@ export function drawOrganizations(random: Random): SoakOrganization[] {
       filters: filter?.filters ?? {},
       filterArgs: filter?.args ?? [],
       targetFilters: filter?.target ?? {},
+      share: filter?.share ?? 1,
       selection,
       selectionArgs: selectionArgs(selection),
     });
   }
   return organizations;
+}
+
+/** About how many posts a window of the organization holds. */
+export function postsPerWindow(org: SoakOrganization): number {
+  return org.postsPerDay * org.windowDays * org.share;
+}
+
+/** The organization with the most posts a window: the page size is cut for it, so its reports have pages. */
+export function richest(organizations: readonly SoakOrganization[]): number {
+  let best = 0;
+  for (const [i, org] of organizations.entries()) {
+    if (postsPerWindow(org) > postsPerWindow(organizations[best] as SoakOrganization)) best = i;
+  }
+  return best;
 }
 
 /** Which organizations a faulty run starts: one alone, or 2 or more at once; `victim` is where a kill lands. */
