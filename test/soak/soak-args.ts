@@ -1,14 +1,19 @@
-/** One part of a soak: its runs, plain or concurrent. */
+/** One part of a soak: its runs, plain, concurrent or of several organizations. */
 export interface SoakPhase {
   readonly runs: number;
   /** Each faulty run starts 2 to 4 processes at once on the episode's schema (a --reset run stays alone). */
   readonly concurrent: boolean;
+  /**
+   * Each episode's schema is loaded by 2 to 5 organizations, each with its own token (org-episode.ts); a faulty
+   * run is one organization's, or several organizations' at once.
+   */
+  readonly organizations: boolean;
 }
 
 /** What one soak does: replayable from its seed. */
 export interface SoakOptions {
   readonly seed: number;
-  /** Each phase draws from the seed afresh: `--seed N --runs M [--concurrent]` replays one alone. */
+  /** Each phase draws from the seed afresh: `--seed N --runs M [--concurrent | --organizations]` replays one alone. */
   readonly phases: readonly SoakPhase[];
   /** Harness guard: a CLI run still alive after this is killed and counted as a hang. */
   readonly runGuardMs: number;
@@ -33,9 +38,12 @@ const MIN_STRUCK_SHARE = 0.8;
 export const CI_SEED = 20_261_125;
 
 const CI_PHASES: readonly SoakPhase[] = [
-  { runs: 40, concurrent: false },
-  { runs: 15, concurrent: true },
+  { runs: 40, concurrent: false, organizations: false },
+  { runs: 15, concurrent: true, organizations: false },
 ];
+
+/** `--ci --organizations`: a short phase of several organizations a schema, from CI_SEED too. */
+const CI_ORGANIZATION_PHASES: readonly SoakPhase[] = [{ runs: 20, concurrent: false, organizations: true }];
 
 function integerArg(name: string, text: string | undefined): number {
   const value = text !== undefined && /^\d+$/.test(text) ? Number(text) : Number.NaN;
@@ -44,8 +52,9 @@ function integerArg(name: string, text: string | undefined): number {
 }
 
 /**
- * `--seed N` (default: drawn and printed), `--runs M` (default 300), `--concurrent`, `--verbose`; or `--ci`
- * (40 plain runs, then 15 concurrent ones, whose faults are tallied as one soak; seed CI_SEED unless given).
+ * `--seed N` (default: drawn and printed), `--runs M` (default 300), `--concurrent` or `--organizations`,
+ * `--verbose`; or `--ci` (40 plain runs, then 15 concurrent ones, whose faults are tallied as one soak; seed
+ * CI_SEED unless given), or `--ci --organizations` (20 runs of several organizations a schema).
  * The server comes from TEST_DATABASE_URL, else the local default.
  */
 export function parseSoakArgs(argv: readonly string[], env: NodeJS.ProcessEnv): SoakOptions {
@@ -53,6 +62,7 @@ export function parseSoakArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   let runs: number | undefined;
   let verbose = false;
   let concurrent = false;
+  let organizations = false;
   let ci = false;
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
@@ -61,19 +71,24 @@ export function parseSoakArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     else if (arg === '--runs') runs = integerArg('--runs', argv[++i]);
     else if (arg === '--ci') ci = true;
     else if (arg === '--concurrent') concurrent = true;
+    else if (arg === '--organizations') organizations = true;
     else if (arg === '--verbose') verbose = true;
     else {
       throw new RangeError(
-        `unknown soak argument ${JSON.stringify(arg)} (--seed N --runs M --concurrent --verbose, or --ci)`,
+        `unknown soak argument ${JSON.stringify(arg)} (--seed N --runs M --concurrent|--organizations --verbose, or --ci [--organizations])`,
       );
     }
   }
   if (ci && (runs !== undefined || concurrent)) {
     throw new RangeError('--ci sets the runs itself: pass it without --runs and --concurrent');
   }
+  if (concurrent && organizations) {
+    throw new RangeError('--concurrent and --organizations are two modes: pass one of them');
+  }
+  const ciPhases = organizations ? CI_ORGANIZATION_PHASES : CI_PHASES;
   return {
     seed: seed ?? (ci ? CI_SEED : Math.floor(Math.random() * 2 ** 31)),
-    phases: ci ? CI_PHASES : [{ runs: runs ?? 300, concurrent }],
+    phases: ci ? ciPhases : [{ runs: runs ?? 300, concurrent, organizations }],
     runGuardMs: 90_000,
     databaseUrl: env.TEST_DATABASE_URL ?? DEFAULT_DATABASE_URL,
     verbose,

@@ -9,11 +9,11 @@
  * (concurrent-plan.ts, concurrent-run.ts): a window may be loaded by any of them, and the tables are checked
  * against the ledger all the same; the API calls go through a recording proxy, one port per process, which tells
  * whether two processes ever worked on one window at once.
+ *
+ * With --organizations, each episode's schema is loaded by several organizations, each with its own token, and
+ * every run is checked organization by organization (organization-episode.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { addDays, todayUtc } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
@@ -21,112 +21,32 @@ import { EXIT } from '../../src/pipeline/exit-codes.js';
 import { cutWindows } from '../../src/pipeline/windows.js';
 import { mixSeed, Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
-import { type CliResult, runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { type ConcurrentPlan, drawConcurrentPlan } from './concurrent-plan.js';
 import { concurrentRun, describeProcesses } from './concurrent-run.js';
 import { dataAgeEpisode } from './data-age-episode.js';
+import { CLEAN_ENV, episodeStart, PAST_REUSE_MS, randomStart } from './episode-settings.js';
 import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
 import { drawFaultPlan, FAULT_KINDS, type FaultPlan, NO_FAULTS } from './fault-plan.js';
 import { FaultTally } from './fault-tally.js';
 import { faultyRun } from './faulty-run.js';
+import { organizationEpisode } from './organization-episode.js';
 import { RecordingProxy } from './recording-proxy.js';
 import { type PhaseOptions, parseSoakArgs } from './soak-args.js';
+import {
+  add,
+  type ConcurrentTally,
+  newTally,
+  type OrganizationTally,
+  plannedRuns,
+  report,
+  type Tally,
+} from './soak-tally.js';
 import { Ledger, type LedgerCheck } from './verify-tables.js';
-
-/** What the concurrent runs add to the tally. */
-interface ConcurrentTally {
-  runs: number;
-  processesPerRun: Record<string, number>;
-  shapes: Record<string, number>;
-  /** Exit codes of the processes of concurrent runs. */
-  exits: Record<string, number>;
-  /** Each run's exit codes, sorted: `0 0 3`. */
-  exitSets: Record<string, number>;
-  byOthers: number;
-  duplicates: number;
-  duplicatesAfterCut: number;
-  lockHeld: number;
-  /** --reset runs (alone) that exited 4: allowed, and reported. */
-  resetLockHeld: number;
-  unknownReports: number;
-  syncsReplaced: number;
-  /** Creation calls the simulator answered, and those the proxy handed back: the proxy saw every process. */
-  simulatorCreations: number;
-  proxyCreations: number;
-}
-
-interface Tally {
-  runs: number;
-  faultyRuns: number;
-  recoveryRuns: number;
-  episodes: number;
-  discrepancies: number;
-  faults: FaultTally;
-  exits: Record<string, number>;
-  posts: number;
-  failures: string[];
-  concurrent: ConcurrentTally;
-}
-
-const CLEAN_ENV = {
-  LOG_LEVEL: 'debug',
-  POST_REPORTS_WINDOW_ATTEMPTS: '3',
-  POST_REPORTS_MAX_ATTEMPTS: '10',
-  POST_REPORTS_REQUEST_TIMEOUT_MS: '5000',
-  POST_REPORTS_STALL_TIMEOUT_MS: '30000',
-  // A killed run's lock dies with its connection; a run after it may have to wait for PostgreSQL to notice.
-  POST_REPORTS_LOCK_WAIT_MS: '15000',
-};
-
-/** Past the API's report reuse period (3 h), on the simulator's clock: a re-run creates new reports. */
-const PAST_REUSE_MS = 3 * 3_600_000 + 60_000;
 
 /** Proxy ports of a concurrent episode: one a process, at most four processes a run. */
 const PROXY_PORTS = 4;
-
-function add(counts: Record<string, number>, key: string, n = 1): void {
-  counts[key] = (counts[key] ?? 0) + n;
-}
-
-/** Monday of a random week in 2025, so that ranges start on the default grid or cut it. */
-function randomStart(random: Random): string {
-  return addDays('2025-01-06', 7 * random.int(48) + random.int(7));
-}
-
-/**
- * Where an episode's clock starts (the simulator's, and through each run's POST_REPORTS_NOW the connector's):
- * drawn from the seed, after every episode's dates, so that a seed replays the same whatever the day and hour.
- */
-function episodeStart(random: Random): string {
-  return new Date(Date.parse('2026-02-02T00:00:00Z') + random.int(24 * 60) * 60_000).toISOString();
-}
-
-/** Keeps what a failed run's processes printed, for whoever looks into it: the directory. */
-function keepLogs(options: PhaseOptions, run: number, results: readonly CliResult[]): string {
-  const dir = join(tmpdir(), `post-reports-soak-${options.seed}${options.concurrent ? '-concurrent' : ''}`);
-  mkdirSync(dir, { recursive: true });
-  for (const [i, result] of results.entries()) {
-    writeFileSync(join(dir, `run-${run}-process-${i}.log`), `${result.stderr}\n--- stdout\n${result.stdout}`);
-  }
-  return dir;
-}
-
-function report(
-  tally: Tally,
-  options: PhaseOptions,
-  line: string,
-  problems: readonly string[],
-  results: readonly CliResult[],
-): void {
-  if (problems.length > 0) {
-    tally.discrepancies += problems.length;
-    const logs = `the processes' output: ${keepLogs(options, tally.runs, results)}/run-${tally.runs}-process-*.log`;
-    const text = `${line}\n    ${[...problems.slice(0, 10), logs].join('\n    ')}`;
-    tally.failures.push(text);
-    console.log(`soak: FAIL ${text}`);
-  } else if (options.verbose) console.log(`soak: ok ${line}`);
-}
 
 /** What the runs of one episode share. */
 interface Episode {
@@ -347,14 +267,6 @@ function pickBrands(random: Random, ledger: Ledger, from: string, to: string): s
   return [random.pick(names), random.pick(names)].filter((b, i, all) => all.indexOf(b) === i);
 }
 
-/**
- * The runs the seed plans: recovery runs (after a run lost its database, which depends on timing) come on top, so
- * that they never change what is planned after them.
- */
-function plannedRuns(tally: Tally): number {
-  return tally.runs - tally.recoveryRuns;
-}
-
 /** Draws the next faulty run (from the seed) and sets the simulator up for it (clock, late data). */
 function planRun(ep: Episode, random: Random, r: number, filterArgs: readonly string[]): PlannedRun {
   const { tally, ledger } = ep;
@@ -521,38 +433,17 @@ function printConcurrent(c: ConcurrentTally): string[] {
   return lines;
 }
 
-function newTally(faults: FaultTally): Tally {
-  return {
-    runs: 0,
-    faultyRuns: 0,
-    recoveryRuns: 0,
-    episodes: 0,
-    discrepancies: 0,
-    faults,
-    exits: {},
-    posts: 0,
-    failures: [],
-    concurrent: {
-      runs: 0,
-      processesPerRun: {},
-      shapes: {},
-      exits: {},
-      exitSets: {},
-      byOthers: 0,
-      duplicates: 0,
-      duplicatesAfterCut: 0,
-      lockHeld: 0,
-      resetLockHeld: 0,
-      unknownReports: 0,
-      syncsReplaced: 0,
-      simulatorCreations: 0,
-      proxyCreations: 0,
-    },
-  };
+function printOrganizations(o: OrganizationTally): string[] {
+  return [
+    `soak: organizations an episode ${JSON.stringify(o.perEpisode)}; pairs sharing post ids ${o.collidingPairs}; episodes with the default organization ${o.withDefault}; organizations with filters of their own ${o.filtered}, with a field selection ${o.selecting}`,
+    `soak: faulty runs of one organization ${o.soloRuns}, of several at once (by their number) ${JSON.stringify(o.atOnce)}; resets completed alone ${o.resetsAlone}, alongside others' runs ${o.resetsAlongside}`,
+    `soak: organizations a run did not start, found byte for byte as before it: ${o.untouchedChecked} checks`,
+  ];
 }
 
 function replay(options: PhaseOptions): string {
-  return `npm run soak --${options.concurrent ? ' --concurrent' : ''} --seed ${options.seed} --runs ${options.runs}`;
+  const mode = options.concurrent ? ' --concurrent' : options.organizations ? ' --organizations' : '';
+  return `npm run soak --${mode} --seed ${options.seed} --runs ${options.runs}`;
 }
 
 /** One phase in a database of its own, its random draws from the seed afresh: what `replay` repeats alone. */
@@ -576,8 +467,9 @@ async function runPhase(options: PhaseOptions, databaseUrl: string, tally: Tally
   try {
     const random = new Random(mixSeed(options.seed, 0x50a4));
     for (let i = 0; plannedRuns(tally) < options.runs; i += 1) {
+      if (options.organizations) await organizationEpisode(i, random, options, url.toString(), admin, tally);
       // Every third plain episode: windows of several extents on one schema over time (data-age-episode.ts).
-      if (!options.concurrent && i % 3 === 2)
+      else if (!options.concurrent && i % 3 === 2)
         await ageEpisode(i, random, options, url.toString(), admin, tally);
       else await episode(i, random, options, url.toString(), admin, tally);
     }
@@ -596,9 +488,10 @@ async function runPhase(options: PhaseOptions, databaseUrl: string, tally: Tally
     `soak: (varies with timing) took ${seconds} s, recovery runs after exit 1: ${tally.recoveryRuns}`,
   );
   console.log(
-    `soak: ${options.concurrent ? '(varies with timing) ' : ''}exits ${JSON.stringify(tally.exits)}`,
+    `soak: ${options.concurrent || options.organizations ? '(varies with timing) ' : ''}exits ${JSON.stringify(tally.exits)}`,
   );
   if (options.concurrent) for (const line of printConcurrent(tally.concurrent)) console.log(line);
+  if (options.organizations) for (const line of printOrganizations(tally.organizations)) console.log(line);
 }
 
 async function main(): Promise<number> {
@@ -608,10 +501,12 @@ async function main(): Promise<number> {
   // tally is shown, its misses named, and the soak fails on their discrepancies, not on their share.
   const faults = new FaultTally();
   const concurrentFaults = new FaultTally();
+  // Runs of several organizations at once (--organizations): tallied apart, as concurrent runs are.
+  const atOnceFaults = new FaultTally();
   let discrepancies = 0;
   let posts = 0;
   for (const phase of options.phases) {
-    const tally = newTally(phase.concurrent ? concurrentFaults : faults);
+    const tally = newTally(phase.concurrent ? concurrentFaults : faults, atOnceFaults);
     await runPhase(
       { ...phase, seed: options.seed, runGuardMs: options.runGuardMs, verbose: options.verbose },
       options.databaseUrl,
@@ -630,6 +525,13 @@ async function main(): Promise<number> {
   if (concurrentTable.length > 0) {
     console.log('soak: (varies with timing) faults by kind in concurrent runs, misses named but not failed:');
     for (const line of concurrentTable) console.log(`  (varies with timing)${line}`);
+  }
+  const atOnceTable = atOnceFaults.table({ served: options.verbose });
+  if (atOnceTable.length > 0) {
+    console.log(
+      'soak: (varies with timing) faults by kind in runs of several organizations at once, misses named but not failed:',
+    );
+    for (const line of atOnceTable) console.log(`  (varies with timing)${line}`);
   }
   console.log(
     `soak: ${posts} posts verified after the final clean runs, discrepancies ${discrepancies} (against the ledger after every run, the current truth at the end)`,

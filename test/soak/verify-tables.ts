@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Window } from '../../src/model/window.js';
-import type { RunningSimulator, SimulatorPost } from '../../src/simulator/server.js';
+import type { ReportParams, RunningSimulator, SimulatorPost } from '../../src/simulator/server.js';
 import { comparePosts, type LoadedTables, readTables } from '../helpers/reference-check.js';
 
 /** What a window of the ledger holds: the figures of one epoch (see Ledger), under the episode's filters. */
@@ -26,6 +26,18 @@ async function schemaReady(pool: pg.Pool, schema: string): Promise<boolean> {
 
 const windowKey = (w: Window) => `${w.start}..${w.end}`;
 
+/** One organization of a schema that several load (soak --organizations): the rows and posts a ledger keeps. */
+export interface LedgerOrganization {
+  /** Its key (`_org`): the ledger reads its rows only. */
+  readonly org: string;
+  /** Its token at the simulator: its posts, and whose figures a revision restates. */
+  readonly token: string;
+  /** The filters it always loads with, as the API names them (the brands of a --reset come on top). */
+  readonly filters: Omit<ReportParams, 'start_date' | 'end_date'>;
+  /** Its field selection: whether a field is loaded (every field when absent). */
+  readonly keep?: (field: string) => boolean;
+}
+
 /**
  * The checker's own record of what must be in the tables: every window ever loaded and not replaced since, and
  * which figures it holds. It is kept from the simulator's truth and the tables alone, never from the
@@ -40,24 +52,28 @@ const windowKey = (w: Window) => `${w.start}..${w.end}`;
 export class Ledger {
   readonly #sim: RunningSimulator;
   readonly #schema: string;
-  readonly #range: { start_date: string; end_date: string };
+  readonly #range: ReportParams;
   readonly #grid: readonly Window[];
   /** Each epoch's truth for the whole range, unfiltered, by post date. */
   readonly #epochs: SimulatorPost[][] = [];
   readonly #entries = new Map<string, LedgerEntry>();
   #brands: readonly string[] | null = null;
+  readonly #organization: LedgerOrganization | undefined;
 
+  /** With `organization`, that organization's rows and posts only, under its filters and field selection. */
   constructor(
     sim: RunningSimulator,
     schema: string,
     range: { from: string; to: string },
     grid: readonly Window[],
+    organization?: LedgerOrganization,
   ) {
     this.#sim = sim;
     this.#schema = schema;
-    this.#range = { start_date: range.from, end_date: range.to };
+    this.#range = { ...organization?.filters, start_date: range.from, end_date: range.to };
     this.#grid = grid;
-    this.#epochs.push(sim.referencePosts(this.#range));
+    this.#organization = organization;
+    this.#epochs.push(sim.referencePosts(this.#range, organization?.token));
   }
 
   get epoch(): number {
@@ -66,8 +82,9 @@ export class Ledger {
 
   /** Late data: restates the figures of `dates` and opens a new epoch. */
   revise(dates: readonly string[]): void {
-    for (const date of new Set(dates)) this.#sim.reviseFigures(date);
-    this.#epochs.push(this.#sim.referencePosts(this.#range));
+    const token = this.#organization?.token;
+    for (const date of new Set(dates)) this.#sim.reviseFigures(date, token);
+    this.#epochs.push(this.#sim.referencePosts(this.#range, token));
   }
 
   /** A --reset with new filters completed: nothing of the old filters may remain. */
@@ -86,6 +103,19 @@ export class Ledger {
     );
   }
 
+  /** What the tables hold of the truth: the fields the organization's selection keeps. */
+  #expected(epoch: number, window: Window): SimulatorPost[] {
+    const posts = this.truth(epoch, window);
+    const keep = this.#organization?.keep;
+    if (keep === undefined) return posts;
+    return posts.map((post) => ({
+      ...post,
+      fields: Object.fromEntries(Object.entries(post.fields).filter(([field]) => keep(field))),
+      // custom_segments is a field as any other: a selection that leaves it out loads no segments.
+      segments: keep('custom_segments') ? post.segments : [],
+    }));
+  }
+
   /** The ids of the whole range's posts (any epoch: revisions keep every post). */
   #dates(): Map<string, string> {
     return new Map((this.#epochs[0] ?? []).map((post) => [post.id, post.date]));
@@ -98,7 +128,7 @@ export class Ledger {
   async check(pool: pg.Pool, committedByLog: ReadonlySet<string>): Promise<LedgerCheck> {
     const problems: string[] = [];
     const tables: LoadedTables | null = (await schemaReady(pool, this.#schema))
-      ? await readTables(pool, this.#schema)
+      ? await readTables(pool, this.#schema, undefined, this.#organization?.org)
       : null;
     const loadedIds = new Map<string, string[]>();
     if (tables !== null) {
@@ -133,11 +163,11 @@ export class Ledger {
       // The latest epoch that matches: a window whose dates no revision touched holds every epoch's figures.
       let matched: number | null = null;
       for (let epoch = this.epoch; epoch >= from && matched === null; epoch -= 1) {
-        if (tables !== null && comparePosts(tables, this.truth(epoch, window), ids).length === 0)
+        if (tables !== null && comparePosts(tables, this.#expected(epoch, window), ids).length === 0)
           matched = epoch;
       }
       if (matched === null) {
-        const lines = tables === null ? [] : comparePosts(tables, this.truth(this.epoch, window), ids);
+        const lines = tables === null ? [] : comparePosts(tables, this.#expected(this.epoch, window), ids);
         problems.push(
           `window ${key} holds the figures of no epoch from ${from} to ${this.epoch}; against the current truth: ${lines.slice(0, 5).join('; ')}`,
         );

@@ -1,0 +1,447 @@
+/**
+ * An episode of the --organizations soak: one schema loaded by 2 to 5 organizations, each with its own token in
+ * one simulator serving them all, its own posts, window size, and now and then its own filters or field
+ * selection (organization-plan.ts). Each faulty run is one organization's run, or several organizations' runs
+ * started at once, under the usual faults; a --reset of one organization comes now and then. After every run
+ * each organization it ran is checked against its own ledger (verify-tables.ts) and its run state
+ * (organization-state.ts); each one it did not run must hold its rows and state byte for byte as before; and no
+ * row may carry a key that is no organization's. The episode ends with a clean run per organization, each of
+ * which must then hold its own simulator truth.
+ */
+import type pg from 'pg';
+import { addDays } from '../../src/model/dates.js';
+import type { Window } from '../../src/model/window.js';
+import { EXIT } from '../../src/pipeline/exit-codes.js';
+import { cutWindows } from '../../src/pipeline/windows.js';
+import type { Random } from '../../src/simulator/random.js';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
+import { type CliResult, runCli } from '../helpers/cli.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+import { CLEAN_ENV, episodeStart, PAST_REUSE_MS, randomStart } from './episode-settings.js';
+import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
+import { drawFaultPlan, FAULT_KINDS, type FaultKind, type FaultPlan, NO_FAULTS } from './fault-plan.js';
+import { FaultTally } from './fault-tally.js';
+import { faultyProcesses } from './faulty-run.js';
+import {
+  drawOrganizationRun,
+  drawOrganizations,
+  type OrganizationRunPlan,
+  postsPerWindow,
+  richest,
+  type SoakOrganization,
+  sameIds,
+} from './organization-plan.js';
+import { checkOrganizationState, firstDifference, foreignRows, holdings } from './organization-state.js';
+import type { PhaseOptions } from './soak-args.js';
+import { add, plannedRuns, report, type Tally } from './soak-tally.js';
+import { Ledger } from './verify-tables.js';
+
+const RESET_FIRST = FAULT_KINDS.indexOf('filter-reset');
+
+/** Kinds that strike a report of two pages or more, or a run long enough for a session to sit idle. */
+const LONG_KINDS: readonly FaultKind[] = ['report-expires', 'page-token-expires', 'report-gone', 'idle-cut'];
+
+/** One organization over an episode: its plan, its ledger, and what its runs changed of its target. */
+interface OrganizationRecord {
+  readonly org: SoakOrganization;
+  readonly grid: readonly Window[];
+  readonly ledger: Ledger;
+  /** The brands of its last --reset that completed, or null. */
+  brands: readonly string[] | null;
+  resets: number;
+}
+
+interface Episode {
+  readonly label: string;
+  readonly sim: RunningSimulator;
+  readonly admin: pg.Pool;
+  readonly options: PhaseOptions;
+  readonly tally: Tally;
+  readonly schema: string;
+  readonly from: string;
+  readonly to: string;
+  readonly records: readonly OrganizationRecord[];
+  /** The organization whose windows have the most pages (see organizationEpisode). */
+  readonly richest: number;
+  readonly baseEnv: Record<string, string>;
+}
+
+/** What the tables of a run's organizations are checked against. */
+interface RunCheck {
+  /** The organizations the run started: their rows against their ledger; the others, against their snapshot. */
+  readonly ran: ReadonlySet<number>;
+  readonly before: ReadonlyMap<number, string>;
+  /** Windows each organization's process logged as committed. */
+  readonly committed: ReadonlyMap<number, ReadonlySet<string>>;
+  /** The episode's last check: each organization it ran must hold its current truth in every window. */
+  readonly complete: boolean;
+}
+
+/** A run's environment: its organization's token and, unless its runs name it by flag or not at all, its id. */
+function envOf(ep: Episode, org: SoakOrganization): Record<string, string> {
+  return {
+    ...ep.baseEnv,
+    POST_REPORTS_TOKEN: org.token,
+    ...(org.via === 'env' ? { POST_REPORTS_ORGANIZATION: org.id } : {}),
+    POST_REPORTS_NOW: ep.sim.now(),
+  };
+}
+
+/** The backfill of the episode's range for one organization, with its settings and filters, then `extra`. */
+function argsOf(ep: Episode, record: OrganizationRecord, extra: readonly string[] = []): string[] {
+  const { org } = record;
+  return [
+    'backfill',
+    '--from',
+    ep.from,
+    '--to',
+    ep.to,
+    '--window-days',
+    String(org.windowDays),
+    '--concurrency',
+    String(org.concurrency),
+    '--schema',
+    ep.schema,
+    ...(org.via === 'flag' ? ['--organization', org.id] : []),
+    ...org.filterArgs,
+    ...org.selectionArgs,
+    ...(record.brands === null ? [] : ['--brands', record.brands.join(',')]),
+    ...extra,
+  ];
+}
+
+/** The rows and state of the organizations a run will not start, as they are before it. */
+async function snapshotOthers(ep: Episode, ran: ReadonlySet<number>): Promise<Map<number, string>> {
+  const before = new Map<number, string>();
+  for (const [i, record] of ep.records.entries()) {
+    if (!ran.has(i)) before.set(i, await holdings(ep.admin, ep.schema, record.org.id));
+  }
+  return before;
+}
+
+/** Checks the schema after a run (see RunCheck): the problems, and the posts of the organizations it ran. */
+async function checkRun(ep: Episode, check: RunCheck): Promise<{ problems: string[]; posts: number }> {
+  const problems: string[] = [];
+  let posts = 0;
+  for (const [i, record] of ep.records.entries()) {
+    const { org } = record;
+    if (!check.ran.has(i)) {
+      ep.tally.organizations.untouchedChecked += 1;
+      const after = await holdings(ep.admin, ep.schema, org.id);
+      const before = check.before.get(i) ?? '';
+      if (after !== before) {
+        problems.push(
+          `${org.id} was not in the run, but its rows or state changed: ${firstDifference(before, after)}`,
+        );
+      }
+      continue;
+    }
+    const ledger = check.complete
+      ? await record.ledger.checkComplete(ep.admin)
+      : await record.ledger.check(ep.admin, check.committed.get(i) ?? new Set());
+    problems.push(...ledger.problems.map((line) => `${org.id}: ${line}`));
+    posts += ledger.posts;
+    problems.push(
+      ...(await checkOrganizationState(ep.admin, ep.schema, org.id, {
+        grid: record.grid,
+        filters: { ...org.targetFilters, ...(record.brands === null ? {} : { brands: record.brands }) },
+        selection: org.selection,
+        resets: record.resets,
+      })),
+    );
+  }
+  problems.push(
+    ...(await foreignRows(
+      ep.admin,
+      ep.schema,
+      ep.records.map((r) => r.org.id),
+    )),
+  );
+  return { problems, posts };
+}
+
+/** A plan whose report failure is for a window of `grid`: its first, when the one drawn is not on it. */
+function onGrid(faults: FaultPlan, grid: readonly Window[]): FaultPlan {
+  const dates = faults.initial.failReportStartDates;
+  const first = grid[0]?.start;
+  if (dates === undefined || first === undefined || dates.every((d) => grid.some((w) => w.start === d))) {
+    return faults;
+  }
+  return { ...faults, initial: { ...faults.initial, failReportStartDates: [first] } };
+}
+
+/** The brands of a filter change: one to three of the organization's, picked from the seed. */
+function pickBrands(random: Random, record: OrganizationRecord, from: string, to: string): string[] {
+  const names = [
+    ...new Set(record.ledger.truth(0, { start: from, end: to }).map((p) => String(p.fields.brand))),
+  ]
+    .filter((name) => !name.includes(','))
+    .sort();
+  // Up to three of them: reports under the new filters still have several pages for the faults to strike.
+  return [random.pick(names), random.pick(names), random.pick(names)].filter(
+    (b, i, all) => all.indexOf(b) === i,
+  );
+}
+
+/** A run without faults of one organization: after it lost its database (exit 1), or the episode's last. */
+async function cleanRun(
+  ep: Episode,
+  index: number,
+  what: string,
+  extra: readonly string[],
+  complete: boolean,
+): Promise<{ result: CliResult; posts: number }> {
+  const record = ep.records[index] as OrganizationRecord;
+  const ran = new Set([index]);
+  const before = await snapshotOthers(ep, ran);
+  const args = argsOf(ep, record, extra);
+  const result = await runCli(args, envOf(ep, record.org));
+  ep.tally.runs += 1;
+  add(ep.tally.exits, exitLabel(result.code, result.signal));
+  const check = await checkRun(ep, { ran, before, committed: new Map(), complete });
+  const problems = [...check.problems];
+  if (result.code !== 0) {
+    problems.push(`the ${what} exited ${exitLabel(result.code, result.signal)}: ${lastError(result)}`);
+  }
+  report(
+    ep.tally,
+    ep.options,
+    `run ${ep.tally.runs}: ${ep.label} ${record.org.id} ${what}${extra.length > 0 ? ` ${extra.join(' ')}` : ''}, ${check.posts} posts`,
+    problems,
+    [result],
+  );
+  return { result, posts: check.posts };
+}
+
+/** One faulty run: the organizations of `plan`, each its own process, started at once under one fault plan. */
+async function faultyRun(
+  ep: Episode,
+  random: Random,
+  r: number,
+  drawn: OrganizationRunPlan,
+): Promise<number[]> {
+  const { tally, options } = ep;
+  const dates: string[] = [];
+  for (let d = ep.from; d <= ep.to; d = addDays(d, 1)) dates.push(d);
+  const windowStarts = [
+    ...new Set(drawn.organizations.flatMap((i) => ep.records[i]?.grid.map((w) => w.start) ?? [])),
+  ].sort();
+  // Each kind in turn is the run's primary fault: a soak of any size plans every kind, a reset of one organization
+  // first, so that even a short soak resets one while the others keep their rows.
+  const primary = FAULT_KINDS[(tally.faultyRuns + RESET_FIRST) % FAULT_KINDS.length] ?? 'slow-responses';
+  const canReset = drawn.organizations.some((i) => ep.records[i]?.brands === null);
+  const drawnFaults = drawFaultPlan(random, { windowStarts, dates }, primary, { canReset });
+  tally.faultyRuns += 1;
+  // A fault that needs reports of several pages, or a long run, strikes the organization with the most posts a
+  // window when it runs alone (if a reset is planned, one that may still be reset).
+  const swap =
+    drawn.organizations.length === 1 &&
+    drawn.organizations[0] !== ep.richest &&
+    (!drawnFaults.kinds.includes('filter-reset') || ep.records[ep.richest]?.brands === null) &&
+    drawnFaults.kinds.some((kind) => LONG_KINDS.includes(kind));
+  const plan = swap ? { organizations: [ep.richest], victim: 0 } : drawn;
+  const faults = swap ? onGrid(drawnFaults, ep.records[ep.richest]?.grid ?? []) : drawnFaults;
+  const resettable = plan.organizations.find((i) => ep.records[i]?.brands === null);
+  const runRecords = plan.organizations.map((i) => ep.records[i] as OrganizationRecord);
+  if (r > 0 && (random.chance(0.7) || faults.kinds.includes('report-fails')))
+    ep.sim.advanceTime(PAST_REUSE_MS);
+  if (faults.reviseDates.length > 0) {
+    for (const record of runRecords) record.ledger.revise(faults.reviseDates);
+    ep.sim.advanceTime(PAST_REUSE_MS);
+  }
+  const reload = faults.reviseDates.length > 0 || r > 0;
+  const resetting = faults.kinds.includes('filter-reset') ? resettable : undefined;
+  const resetRecord = resetting === undefined ? undefined : ep.records[resetting];
+  const brands = resetRecord === undefined ? null : pickBrands(random, resetRecord, ep.from, ep.to);
+
+  const ran = new Set(plan.organizations);
+  const before = await snapshotOthers(ep, ran);
+  const commands = plan.organizations.map((i) => {
+    const record = ep.records[i] as OrganizationRecord;
+    const extra = reload ? ['--reload'] : [];
+    if (i !== resetting || brands === null)
+      return { args: argsOf(ep, record, extra), env: envOf(ep, record.org) };
+    // The reset's own brands replace those of an earlier reset: argsOf adds them only once one completed.
+    const args = argsOf(ep, { ...record, brands }, [...extra, '--reset']);
+    return { args, env: envOf(ep, record.org) };
+  });
+  const runStarted = Date.now();
+  const outcome = await faultyProcesses(commands, ep.sim, ep.admin, faults, options.runGuardMs, {
+    victim: plan.victim,
+  });
+  const runMs = Date.now() - runStarted;
+  ep.sim.setFaults(NO_FAULTS);
+  tally.runs += 1;
+  const alone = plan.organizations.length === 1;
+  if (alone) tally.organizations.soloRuns += 1;
+  else add(tally.organizations.atOnce, String(plan.organizations.length));
+  const served = { ...outcome.served };
+  const problems: string[] = [];
+  const committed = new Map<number, ReadonlySet<string>>();
+  const failed: number[] = [];
+  for (const [p, process] of outcome.processes.entries()) {
+    const index = plan.organizations[p] ?? -1;
+    const record = ep.records[index] as OrganizationRecord;
+    const who = plan.organizations.length === 1 ? record.org.id : `${record.org.id} (process ${p})`;
+    const { code, signal } = process.result;
+    add(tally.exits, exitLabel(code, signal));
+    committed.set(index, process.committed);
+    if (code === 1) failed.push(index);
+    problems.push(...summaryProblem(process.result, who));
+    if (process.hung) problems.push(`${who} was still alive after ${options.runGuardMs} ms (hang)`);
+    if (index === resetting && brands !== null) {
+      if (process.result.summary?.reset !== undefined) {
+        record.ledger.reset(brands);
+        record.brands = brands;
+        record.resets += 1;
+        served['filter-reset'] = 1;
+        if (alone) tally.organizations.resetsAlone += 1;
+        else tally.organizations.resetsAlongside += 1;
+      } else problems.push(`${who}: the --reset run printed no reset in its summary`);
+    }
+    // A signal that lands before the CLI has installed its handlers (module loading) ends it by the signal itself.
+    if (process.signalled !== null && signal === process.signalled) continue;
+    if (code === EXIT.lockHeld) {
+      problems.push(
+        `${who} exited 4 (lock held): organizations' runs must not hold each other: ${lastError(process.result)}`,
+      );
+    } else if (!allowedExits(process.signalled, outcome.backendsKilled).has(code ?? -1)) {
+      problems.push(`${who}: unexpected exit ${exitLabel(code, signal)}: ${lastError(process.result)}`);
+    }
+  }
+  const check = await checkRun(ep, { ran, before, committed, complete: false });
+  problems.push(...check.problems);
+  const label = `organizations run ${tally.runs}`;
+  (alone ? tally.faults : tally.faultsAtOnce).record(label, faults.kinds, served);
+  const struck = FaultTally.struck(faults.kinds, served);
+  const processes = outcome.processes
+    .map((process, p) => {
+      const record = ep.records[plan.organizations[p] ?? -1];
+      const sent = process.signalled === null ? '' : ` (${process.signalled} sent)`;
+      const reset =
+        plan.organizations[p] === resetting && brands !== null ? ` --reset --brands ${brands.join(',')}` : '';
+      return `${record?.org.id}${reset} exit ${exitLabel(process.result.code, process.result.signal)}${sent}`;
+    })
+    .join(', ');
+  report(
+    tally,
+    options,
+    `run ${tally.runs}: ${ep.label}${reload ? ' --reload' : ''} [${processes}] faults [${faults.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] struck [${struck.join(', ')}] in ${runMs} ms`,
+    problems,
+    outcome.processes.map((process) => process.result),
+  );
+  return failed;
+}
+
+function describe(org: SoakOrganization, all: readonly SoakOrganization[]): string {
+  const collides = all.filter((other) => other !== org && sameIds(org, other)).map((other) => other.id);
+  const settings = [
+    `seed ${org.seed}`,
+    `${org.postsPerDay}/day`,
+    `window ${org.windowDays}`,
+    `concurrency ${org.concurrency}`,
+    org.via === 'default' ? 'unnamed' : `by ${org.via}`,
+    ...org.filterArgs,
+    ...org.selectionArgs,
+    ...(collides.length > 0 ? [`ids of ${collides.join('+')}`] : []),
+  ];
+  return `${org.id} (${settings.join(' ')})`;
+}
+
+/** One episode of the --organizations soak (see the module's comment). */
+export async function organizationEpisode(
+  index: number,
+  random: Random,
+  options: PhaseOptions,
+  databaseUrl: string,
+  admin: pg.Pool,
+  tally: Tally,
+): Promise<void> {
+  const faultSeed = random.int(1_000_000);
+  const organizations = drawOrganizations(random);
+  const generationDelayMs = random.pick([0, 30, 100, 300]);
+  const rich = richest(organizations);
+  // Pages small enough for six to twelve a window of the organization with the most posts a window: page tokens
+  // and reports can expire or vanish mid-window, even after a reset to a few brands (fewer pages for the others,
+  // whose windows hold fewer posts).
+  const most = postsPerWindow(organizations[rich] as SoakOrganization);
+  const pageSize = Math.max(5, Math.floor(most / (6 + random.int(7))));
+  const sim = await startSimulator({
+    seed: faultSeed,
+    organizations: organizations.map((o) => ({ token: o.token, seed: o.seed, postsPerDay: o.postsPerDay })),
+    generationDelayMs,
+    pageSize,
+    now: episodeStart(random),
+  });
+  try {
+    const from = randomStart(random);
+    const to = addDays(from, 13 + random.int(29));
+    const schema = `soak_${index}`;
+    const records = organizations.map((org): OrganizationRecord => {
+      const grid = cutWindows(from, to, org.windowDays);
+      const { selection } = org;
+      const listed = selection.mode === 'all' ? [] : selection.fields;
+      const keep =
+        selection.mode === 'all'
+          ? undefined
+          : selection.mode === 'include'
+            ? (field: string) => listed.includes(field)
+            : (field: string) => !listed.includes(field);
+      const ledger = new Ledger(sim, schema, { from, to }, grid, {
+        org: org.id,
+        token: org.token,
+        filters: org.filters,
+        ...(keep === undefined ? {} : { keep }),
+      });
+      return { org, grid, ledger, brands: null, resets: 0 };
+    });
+    const ep: Episode = {
+      label: `episode ${index} (fault seed ${faultSeed}, pages of ${pageSize}, ${from}..${to}; ${organizations.map((o) => describe(o, organizations)).join('; ')})`,
+      sim,
+      admin,
+      options,
+      tally,
+      schema,
+      from,
+      to,
+      records,
+      richest: rich,
+      baseEnv: cliEnv(sim, databaseUrl, CLEAN_ENV),
+    };
+    tally.episodes += 1;
+    const o = tally.organizations;
+    add(o.perEpisode, String(organizations.length));
+    for (const [i, a] of organizations.entries()) {
+      for (const b of organizations.slice(i + 1)) if (sameIds(a, b)) o.collidingPairs += 1;
+    }
+    if (organizations.some((org) => org.via === 'default')) o.withDefault += 1;
+    o.filtered += organizations.filter((org) => org.filterArgs.length > 0).length;
+    o.selecting += organizations.filter((org) => org.selection.mode !== 'all').length;
+
+    // More faulty runs than a plain episode: each ends with a clean run per organization.
+    const faultyRuns = 2 + random.int(4);
+    for (let r = 0; r < faultyRuns && plannedRuns(tally) < options.runs - 1; r += 1) {
+      const plan = drawOrganizationRun(random, records.length);
+      const failed = await faultyRun(ep, random, r, plan);
+      // An organization whose run lost its database (exit 1) gets a run without faults, whose result is checked.
+      for (const i of failed) {
+        ep.sim.advanceTime(PAST_REUSE_MS);
+        tally.recoveryRuns += 1;
+        await cleanRun(ep, i, 'recovery run', [], false);
+      }
+    }
+    // A later run: the API no longer hands back a report that failed or vanished in the faulty runs.
+    ep.sim.advanceTime(PAST_REUSE_MS);
+    for (const [i, record] of records.entries()) {
+      // After late data, a clean --reload brings every window to the current truth (see soak.ts, cleanRuns).
+      const finals = record.ledger.epoch > 0 ? [[], ['--reload']] : [[]];
+      for (const [f, extra] of finals.entries()) {
+        const last = f === finals.length - 1;
+        const { posts } = await cleanRun(ep, i, 'clean run', extra, last);
+        if (last) tally.posts += posts;
+      }
+    }
+  } finally {
+    await sim.close();
+  }
+}

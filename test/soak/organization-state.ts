@@ -1,0 +1,224 @@
+import { isDeepStrictEqual } from 'node:util';
+import pg from 'pg';
+import type { FieldSelection } from '../../src/model/field-selection.js';
+import type { Window } from '../../src/model/window.js';
+
+/** The tables that keep an organization's rows or run state, and the column that names the organization. */
+const ORGANIZATION_TABLES = [
+  ['posts', '_org'],
+  ['post_custom_segments', '_org'],
+  ['report_windows', 'org'],
+  ['window_reports', 'org'],
+  ['stage_progress', 'org'],
+  ['sync_state', 'org'],
+] as const;
+
+/** What an organization's target and windows must record after a run, from the soak's own account. */
+export interface ExpectedState {
+  readonly grid: readonly Window[];
+  /** The filters of its target, as the connector names them (brands, markets, channels...). */
+  readonly filters: Readonly<Record<string, readonly string[]>>;
+  readonly selection: FieldSelection;
+  /** The --reset runs of the organization that completed. */
+  readonly resets: number;
+}
+
+const windowKey = (start: string, end: string) => `${start}..${end}`;
+
+async function presentTables(pool: pg.Pool, schema: string): Promise<Set<string>> {
+  const present = new Set<string>();
+  for (const [table] of ORGANIZATION_TABLES) {
+    const { rows } = await pool.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
+      `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`,
+    ]);
+    if (rows[0]?.found === true) present.add(table);
+  }
+  return present;
+}
+
+/**
+ * Every row and state row of an organization, as text, for "a run of others left it as it was". Columns that are
+ * NULL are left out: a field column another organization's run added is NULL in these rows, and changes none of
+ * them.
+ */
+export async function holdings(pool: pg.Pool, schema: string, org: string): Promise<string> {
+  const present = await presentTables(pool, schema);
+  const parts: string[] = [];
+  for (const [table, column] of ORGANIZATION_TABLES) {
+    if (!present.has(table)) continue;
+    const { rows } = await pool.query<{ row: string }>(
+      `SELECT jsonb_strip_nulls(to_jsonb(t))::text AS row FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)} t
+        WHERE ${pg.escapeIdentifier(column)} = $1 ORDER BY 1`,
+      [org],
+    );
+    // A table with none of its rows reads as one that does not exist yet: another organization's first run
+    // creating the schema changes nothing of this one's.
+    if (rows.length > 0) parts.push(`${table}:\n${rows.map((r) => r.row).join('\n')}`);
+  }
+  return parts.join('\n');
+}
+
+/** Where two holdings first differ: the table and the lines around it, short. */
+export function firstDifference(before: string, after: string): string {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  let table = '';
+  for (let i = 0; i < Math.max(a.length, b.length); i += 1) {
+    const line = a[i] ?? b[i] ?? '';
+    if (/^[a-z_]+:$/.test(line)) table = line.slice(0, -1);
+    if (a[i] !== b[i]) {
+      const cut = (text: string | undefined) => (text === undefined ? '(none)' : text.slice(0, 300));
+      return `in ${table}: before ${cut(a[i])}; after ${cut(b[i])} (${a.length} lines before, ${b.length} after)`;
+    }
+  }
+  return '(none)';
+}
+
+/** Rows of the schema, in any of its tables, that name none of the episode's organizations. */
+export async function foreignRows(pool: pg.Pool, schema: string, orgs: readonly string[]): Promise<string[]> {
+  const present = await presentTables(pool, schema);
+  const problems: string[] = [];
+  for (const [table, column] of ORGANIZATION_TABLES) {
+    if (!present.has(table)) continue;
+    const { rows } = await pool.query<{ org: string; n: number }>(
+      `SELECT ${pg.escapeIdentifier(column)} AS org, count(*)::int AS n
+         FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}
+        WHERE NOT (${pg.escapeIdentifier(column)} = ANY ($1::text[])) GROUP BY 1 ORDER BY 1`,
+      [orgs],
+    );
+    for (const row of rows) {
+      problems.push(`${row.n} rows of ${table} carry the key ${JSON.stringify(row.org)}, no organization's`);
+    }
+  }
+  return problems;
+}
+
+/** A stored filter set or selection with its lists sorted, so that two spellings compare equal. */
+function sortedLists(value: unknown): unknown {
+  if (Array.isArray(value)) return [...value.map(sortedLists)].sort();
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, sortedLists(v)]));
+  }
+  return value;
+}
+
+interface TargetRow {
+  readonly filters: unknown;
+  readonly field_selection: unknown;
+  readonly cursor_date: string | null;
+  readonly reset_count: number;
+}
+
+interface WindowRow {
+  readonly ws: string;
+  readonly we: string;
+  readonly report_id: string | null;
+  readonly row_count: number | null;
+}
+
+/**
+ * Checks an organization's run state after a run: its target (filters, field selection, resets, and no cursor: the
+ * soak only backfills), and its windows: each on its grid; each window that has a row count holds that many of
+ * the organization's posts, all from the report it records; no post of the organization lies in a window whose
+ * state does not say loaded.
+ */
+export async function checkOrganizationState(
+  pool: pg.Pool,
+  schema: string,
+  org: string,
+  expected: ExpectedState,
+): Promise<string[]> {
+  const present = await presentTables(pool, schema);
+  if (!present.has('sync_state') || !present.has('report_windows') || !present.has('posts')) return [];
+  const s = pg.escapeIdentifier(schema);
+  const problems: string[] = [];
+  const grid = new Set(expected.grid.map((w) => windowKey(w.start, w.end)));
+  const target = (
+    await pool.query<TargetRow>(
+      `SELECT filters, field_selection, cursor_date::text AS cursor_date, reset_count FROM ${s}.sync_state WHERE org = $1`,
+      [org],
+    )
+  ).rows[0];
+  const windows = (
+    await pool.query<WindowRow>(
+      `SELECT window_start::text AS ws, window_end::text AS we, report_id, row_count::int AS row_count
+         FROM ${s}.report_windows WHERE org = $1`,
+      [org],
+    )
+  ).rows;
+  const loaded = (
+    await pool.query<{ ws: string; we: string; report_id: string; n: number }>(
+      `SELECT _window_start::text AS ws, _window_end::text AS we, _report_id AS report_id, count(*)::int AS n
+         FROM ${s}.posts WHERE _org = $1 GROUP BY 1, 2, 3`,
+      [org],
+    )
+  ).rows;
+  if (target === undefined) {
+    if (windows.length > 0 || loaded.length > 0) {
+      problems.push(`${org}: ${windows.length} windows and posts in ${loaded.length} windows, but no target`);
+    }
+    return problems;
+  }
+  const filters = sortedLists(target.filters);
+  if (!isDeepStrictEqual(filters, sortedLists(expected.filters))) {
+    problems.push(
+      `${org}: the target's filters are ${JSON.stringify(target.filters)}, not ${JSON.stringify(expected.filters)}`,
+    );
+  }
+  const selection = sortedLists(target.field_selection ?? { mode: 'all' });
+  if (!isDeepStrictEqual(selection, sortedLists(expected.selection))) {
+    problems.push(
+      `${org}: the target's field selection is ${JSON.stringify(target.field_selection)}, not ${JSON.stringify(expected.selection)}`,
+    );
+  }
+  if (target.cursor_date !== null)
+    problems.push(`${org}: backfills moved the cursor to ${target.cursor_date}`);
+  if (target.reset_count !== expected.resets) {
+    problems.push(`${org}: the target counts ${target.reset_count} resets, not ${expected.resets}`);
+  }
+  const byWindow = new Map<string, WindowRow>();
+  for (const w of windows) {
+    const key = windowKey(w.ws, w.we);
+    byWindow.set(key, w);
+    if (!grid.has(key)) problems.push(`${org}: report_windows has ${key}, a window off its grid`);
+  }
+  const rowsByWindow = new Map<string, { n: number; reports: string[] }>();
+  for (const row of loaded) {
+    const key = windowKey(row.ws, row.we);
+    const known = rowsByWindow.get(key) ?? { n: 0, reports: [] };
+    rowsByWindow.set(key, { n: known.n + row.n, reports: [...known.reports, row.report_id] });
+  }
+  for (const [key, rows] of rowsByWindow) {
+    const state = byWindow.get(key);
+    if (!grid.has(key)) problems.push(`${org}: ${rows.n} posts in ${key}, a window off its grid`);
+    if (state?.row_count === null || state?.row_count === undefined) {
+      problems.push(`${org}: ${rows.n} posts in ${key}, whose state says it is not loaded`);
+      continue;
+    }
+    if (state.row_count !== rows.n) {
+      problems.push(`${org}: window ${key} records ${state.row_count} rows but holds ${rows.n} posts`);
+    }
+    if (rows.reports.length !== 1 || rows.reports[0] !== state.report_id) {
+      problems.push(
+        `${org}: the posts of ${key} come from reports ${rows.reports.join(', ')}, its state records ${state.report_id}`,
+      );
+    }
+  }
+  for (const [key, state] of byWindow) {
+    if (state.row_count !== null && state.row_count > 0 && !rowsByWindow.has(key)) {
+      problems.push(`${org}: window ${key} records ${state.row_count} rows but holds none`);
+    }
+  }
+  for (const table of ['window_reports', 'stage_progress'] as const) {
+    if (!present.has(table)) continue;
+    const { rows } = await pool.query<{ ws: string; we: string }>(
+      `SELECT DISTINCT window_start::text AS ws, window_end::text AS we FROM ${s}.${table} WHERE org = $1`,
+      [org],
+    );
+    for (const row of rows) {
+      const key = windowKey(row.ws, row.we);
+      if (!grid.has(key)) problems.push(`${org}: ${table} has ${key}, a window off its grid`);
+    }
+  }
+  return problems;
+}
