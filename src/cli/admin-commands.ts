@@ -14,6 +14,7 @@ import {
 } from '../load/locks.js';
 import { migrate, pendingMigrations } from '../load/migrate.js';
 import { renameOrganization } from '../load/organization-rename.js';
+import { scopeName } from '../load/scope.js';
 import type { Logger } from '../logger.js';
 import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
@@ -24,7 +25,7 @@ import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
 import { describeReset, readResetPreview } from '../pipeline/reset-preview.js';
 import { runScope } from '../pipeline/run-context.js';
-import type { LoadedHistory } from '../pipeline/run-request.js';
+import type { LoadedHistory, RunRange } from '../pipeline/run-request.js';
 import {
   readOrganizations,
   readSchemaStatus,
@@ -273,6 +274,8 @@ export interface PlanArgs {
   readonly reset: boolean;
   /** JSON lines even on a terminal. */
   readonly json: boolean;
+  /** Each organization of the schema in turn, its windows' lines naming it. */
+  readonly allOrganizations?: boolean;
 }
 
 /** `plan`: the windows a backfill (or, with --sync, a sync) would load, one JSON line each; reads only. */
@@ -289,34 +292,54 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
       : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
     const human = forPerson(io, args.json);
     await withDatabase(config, logger, 1, async (pool) => {
-      if (args.reset) {
-        const scope = runScope(config);
-        const reset = await readResetPreview(pool, scope);
-        io.stdout.write(
-          human
-            ? `${describeReset(scope, reset)}\n`
-            : `${JSON.stringify({ reset: { schema: scope.schema, organization: scope.org, ...reset } })}\n`,
-        );
-      }
-      const windows = await planRun(pool, config, resolve, { reset: args.reset });
-      if (!human) {
-        for (const window of windows) io.stdout.write(`${JSON.stringify(window)}\n`);
-        return;
-      }
-      const toLoad = windows.filter((w) => w.load).length;
-      io.stdout.write(`${plural(windows.length, 'window')}, ${toLoad} to load:\n`);
-      for (const w of windows) {
-        const open = w.state === 'loaded' && w.loadedThrough !== null && w.loadedThrough < w.end;
-        const state = open ? `open (through ${w.loadedThrough})` : w.state;
-        const rows = w.rows === null ? '' : `  rows ${w.rows}`;
-        const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
-        const error = w.lastError === null ? '' : `  ${w.lastError}`;
-        io.stdout.write(
-          `${w.start}..${w.end}  ${(w.load ? 'load' : 'skip').padEnd(4)}  ${state.padEnd(11)}${rows}${by}${error}\n`,
-        );
+      const orgs = args.allOrganizations
+        ? await readOrganizations(pool, config.db.schema)
+        : [config.db.organization];
+      for (const org of orgs) {
+        const each = { ...config, db: { ...config.db, organization: org } };
+        await planOrganization(io, pool, each, resolve, args, human);
       }
     });
   });
+}
+
+async function planOrganization(
+  io: Io,
+  pool: pg.Pool,
+  config: Config,
+  resolve: (history: LoadedHistory) => RunRange,
+  args: PlanArgs,
+  human: boolean,
+): Promise<void> {
+  const scope = runScope(config);
+  const named = args.allOrganizations === true;
+  if (args.reset) {
+    const reset = await readResetPreview(pool, scope);
+    io.stdout.write(
+      human
+        ? `${describeReset(scope, reset)}\n`
+        : `${JSON.stringify({ reset: { schema: scope.schema, organization: scope.org, ...reset } })}\n`,
+    );
+  }
+  const windows = await planRun(pool, config, resolve, { reset: args.reset });
+  if (!human) {
+    for (const window of windows)
+      io.stdout.write(`${JSON.stringify(named ? { organization: scope.org, ...window } : window)}\n`);
+    return;
+  }
+  const toLoad = windows.filter((w) => w.load).length;
+  const of = named ? `${scopeName(scope)}: ` : '';
+  io.stdout.write(`${of}${plural(windows.length, 'window')}, ${toLoad} to load:\n`);
+  for (const w of windows) {
+    const open = w.state === 'loaded' && w.loadedThrough !== null && w.loadedThrough < w.end;
+    const state = open ? `open (through ${w.loadedThrough})` : w.state;
+    const rows = w.rows === null ? '' : `  rows ${w.rows}`;
+    const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
+    const error = w.lastError === null ? '' : `  ${w.lastError}`;
+    io.stdout.write(
+      `${w.start}..${w.end}  ${(w.load ? 'load' : 'skip').padEnd(4)}  ${state.padEnd(11)}${rows}${by}${error}\n`,
+    );
+  }
 }
 
 /** `dimensions`: the organization's valid filter values: a list on a terminal, one JSON line otherwise. */

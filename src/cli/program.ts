@@ -261,6 +261,7 @@ function adminCommandsOf(io: Io): Command[] {
         '--reset',
         'what a --reset would remove (first line), then the windows it would load; removes nothing',
       )
+      .option('--all-organizations', "each organization of the schema in turn, its windows' lines naming it")
       .addOption(jsonOption()),
     planFlags,
   ).action(async (options: Record<string, unknown>) => {
@@ -272,6 +273,7 @@ function adminCommandsOf(io: Io): Command[] {
       sync: options.sync === true,
       reset: options.reset === true,
       json: options.json === true,
+      allOrganizations: options.allOrganizations === true,
     });
   });
 

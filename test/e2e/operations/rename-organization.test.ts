@@ -115,5 +115,23 @@ describe('rename-organization', () => {
       ['acme', 3, before.rows[0].n],
       ['globex', 3, before.rows[0].n],
     ]);
+    // And what a backfill of each would do, a line per window naming its organization.
+    const plan = await runCli(
+      ['plan', '--from', RANGE.from, '--to', RANGE.to, '--schema', SCHEMA, '--all-organizations', '--json'],
+      cliEnv(sim, db.url),
+    );
+    expect(plan.code, plan.stderr).toBe(0);
+    const planned = plan.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { organization: string; state: string; load: boolean });
+    expect(planned.map((w) => [w.organization, w.state, w.load])).toEqual([
+      ['acme', 'loaded', false],
+      ['acme', 'loaded', false],
+      ['acme', 'loaded', false],
+      ['globex', 'loaded', false],
+      ['globex', 'loaded', false],
+      ['globex', 'loaded', false],
+    ]);
   });
 });
