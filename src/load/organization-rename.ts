@@ -8,13 +8,10 @@ import type pg from 'pg';
 import { ConfigError } from '../errors.js';
 import { PARTITIONED_TABLES } from './period-partitions.js';
 import * as queries from './queries.js';
-import { orgTableName, type Scope, scopeName } from './scope.js';
+import { orgTableName, type Scope, STATE_TABLES, scopeName } from './scope.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
-
-/** The state tables, each keyed by `org` first (migration 008). */
-const STATE_TABLES = ['sync_state', 'report_windows', 'window_reports', 'stage_progress'] as const;
 
 /** What a rename moved. */
 export interface RenamedOrganization {

@@ -10,6 +10,16 @@ export interface Scope {
   readonly org: string;
 }
 
+/** The run-state tables, each keyed by `org` first (migration 008). */
+export const STATE_TABLES = ['sync_state', 'report_windows', 'window_reports', 'stage_progress'] as const;
+
+/** Every table that holds an organization's rows or state, with the column naming the organization. */
+export const ORGANIZATION_TABLES: readonly (readonly [string, '_org' | 'org'])[] = [
+  ['posts', '_org'],
+  ['post_custom_segments', '_org'],
+  ...STATE_TABLES.map((table) => [table, 'org'] as const),
+];
+
 /** The scope of a target: its organization, or the default one for a target that names none. */
 export function scopeOf(target: { readonly schema: string; readonly org?: string }): Scope {
   return { schema: target.schema, org: target.org ?? DEFAULT_ORGANIZATION };

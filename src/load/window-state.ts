@@ -3,7 +3,7 @@ import { ALL_FIELDS, type FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import type { LoadedWindow, Window } from '../model/window.js';
-import type { Scope } from './scope.js';
+import { type Scope, STATE_TABLES } from './scope.js';
 import { qualified } from './table-names.js';
 
 /**
@@ -157,7 +157,8 @@ export async function resetTarget(
   for (const { name } of tables.rows) {
     await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
   }
-  for (const table of ['report_windows', 'stage_progress', 'window_reports']) {
+  // Its target row stays, written anew below.
+  for (const table of STATE_TABLES.filter((t) => t !== 'sync_state')) {
     await db.query(`DELETE FROM ${qualified(schema, table)} WHERE org = $1`, [org]);
   }
   await writeTarget(db, scope, postIdField, filters);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORGANIZATION_TABLES } from '../../src/load/scope.js';
 import type { SimulatorPost } from '../../src/simulator/server.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
@@ -100,13 +101,7 @@ async function exact(o: Org): Promise<string[]> {
 /** Every row and state row of an organization, as text. */
 async function holdings(org: string): Promise<string> {
   const parts: string[] = [];
-  for (const [table, column] of [
-    ['posts', '_org'],
-    ['post_custom_segments', '_org'],
-    ['report_windows', 'org'],
-    ['window_reports', 'org'],
-    ['sync_state', 'org'],
-  ] as const) {
+  for (const [table, column] of ORGANIZATION_TABLES) {
     const { rows } = await db.pool.query<{ row: string }>(
       `SELECT to_jsonb(t)::text AS row FROM ${SCHEMA}.${table} t WHERE ${column} = $1 ORDER BY 1`,
       [org],

@@ -1,17 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
+import { ORGANIZATION_TABLES } from '../../src/load/scope.js';
 import type { FieldSelection } from '../../src/model/field-selection.js';
 import type { Window } from '../../src/model/window.js';
-
-/** The tables that keep an organization's rows or run state, and the column that names the organization. */
-const ORGANIZATION_TABLES = [
-  ['posts', '_org'],
-  ['post_custom_segments', '_org'],
-  ['report_windows', 'org'],
-  ['window_reports', 'org'],
-  ['stage_progress', 'org'],
-  ['sync_state', 'org'],
-] as const;
 
 /** What an organization's target and windows must record after a run, from the soak's own account. */
 export interface ExpectedState {

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
-import type { Scope } from '../../../src/load/scope.js';
+import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
 import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post, stageAll, target } from './load-fixtures.js';
@@ -26,16 +26,8 @@ const WEEK = { start: '2026-02-02', end: '2026-02-08' };
 
 /** An organization's rows (posts and segments) and state rows, as comparable text. */
 async function holdings(org: string): Promise<string[]> {
-  const tables = [
-    ['posts', '_org'],
-    ['post_custom_segments', '_org'],
-    ['report_windows', 'org'],
-    ['window_reports', 'org'],
-    ['stage_progress', 'org'],
-    ['sync_state', 'org'],
-  ];
   const rows: string[] = [];
-  for (const [table, column] of tables) {
+  for (const [table, column] of ORGANIZATION_TABLES) {
     const { rows: found } = await db.pool.query<{ row: string }>(
       `SELECT $1 || ' ' || (to_jsonb(t) - '_loaded_at' - 'updated_at' - 'finished_at' - 'started_at')::text AS row
          FROM ${schema}.${table} t WHERE ${column} = $2 ORDER BY 1`,
