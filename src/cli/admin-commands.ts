@@ -4,7 +4,7 @@ import type { Config, Flags } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { createPool, withTransaction } from '../load/database.js';
+import { closePool, createPool, withTransaction } from '../load/database.js';
 import {
   acquireRunLock,
   acquireRunLocks,
@@ -66,7 +66,7 @@ async function withDatabase<T>(
   } catch (error) {
     throw connectionError(config.db.url.reveal(), error);
   } finally {
-    await pool.end();
+    await closePool(pool, logger);
   }
 }
 

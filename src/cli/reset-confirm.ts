@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { createPool } from '../load/database.js';
+import { closePool, createPool } from '../load/database.js';
 import type { Logger } from '../logger.js';
 import { describeReset, readResetPreview, removesSomething } from '../pipeline/reset-preview.js';
 import { runScope } from '../pipeline/run-context.js';
@@ -25,7 +25,7 @@ export async function confirmReset(io: Io, config: Config, logger: Logger, yes: 
   try {
     preview = await readResetPreview(pool, runScope(config));
   } finally {
-    await pool.end();
+    await closePool(pool, logger);
   }
   io.stderr.write(`post-reports-etl: ${describeReset(runScope(config), preview)}\n`);
   if (yes || !removesSomething(preview) || !onTerminal(io) || io.stdin === undefined) return;

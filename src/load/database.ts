@@ -42,6 +42,9 @@ export function sessionSettings(db: DbConfig): string {
   ].join('; ');
 }
 
+/** Where createPool keeps the connections checked out of a pool now. */
+const CHECKED_OUT = Symbol('post-reports-etl checked out');
+
 /**
  * The one place that opens PostgreSQL connections. Every wait has a deadline: `statement_timeout`,
  * `lock_timeout` and `idle_in_transaction_session_timeout` are set per session from the config (0: none; see
@@ -69,6 +72,10 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
       if (typeof pid === 'number') (client as { [BACKEND_PID]?: number })[BACKEND_PID] = pid;
     },
   });
+  const checkedOut = new Set<pg.PoolClient>();
+  (pool as { [CHECKED_OUT]?: Set<pg.PoolClient> })[CHECKED_OUT] = checkedOut;
+  pool.on('acquire', (client) => checkedOut.add(client));
+  pool.on('release', (_error, client) => checkedOut.delete(client));
   pool.on('error', (error: Error) => {
     logger.warn({ code: sqlState(error), reason: oneLine(error.message) }, 'idle database connection failed');
   });
@@ -78,6 +85,27 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
     });
   });
   return pool;
+}
+
+/**
+ * Ends a pool made by createPool. pg's end waits for every connection checked out to come back; one that never
+ * will (a bug: its holder lost it) would make that wait endless, and once its socket is gone the process would
+ * exit mid-await with its outcome unsaid. Such a connection is closed instead, the error logged, and the pool's
+ * end not waited for.
+ */
+export async function closePool(pool: pg.Pool, logger: Logger): Promise<void> {
+  const checkedOut = (pool as { [CHECKED_OUT]?: Set<pg.PoolClient> })[CHECKED_OUT];
+  if (checkedOut === undefined || checkedOut.size === 0) {
+    await pool.end();
+    return;
+  }
+  logger.error(
+    { connections: checkedOut.size },
+    'database connections still checked out when the pool closed: closing them (a bug in the connector)',
+  );
+  // Not released: a holder that does hand one back later would release it twice, which pg throws on.
+  await Promise.all([...checkedOut].map((client) => client.end().catch(() => {})));
+  pool.end().catch(() => {});
 }
 
 type TransactionBody<T> = (client: pg.PoolClient) => Promise<T>;

@@ -537,7 +537,6 @@ class SessionRunLock implements RunLock {
         if (await tryLockSession(client, this.#key, 'shared')) {
           const epoch = await regain.epoch(client);
           if (epoch !== this.#epoch) {
-            client.release(true);
             throw lostError(`${why}, and the schema was reset or migrated before it was taken again`);
           }
           this.#hold(client);
@@ -547,8 +546,9 @@ class SessionRunLock implements RunLock {
         }
         client.release();
       } catch (error) {
-        if (error instanceof StoreError) throw error;
+        // Whatever failed, the connection goes back (ended): one kept by nobody is one the pool never lends again.
         client?.release(error instanceof Error ? error : true);
+        if (error instanceof StoreError) throw error;
       }
       if (Date.now() >= deadline) {
         throw lostError(

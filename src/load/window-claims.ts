@@ -67,13 +67,24 @@ export class WindowClaims {
     await this.#inTurn(() => this.#session());
   }
 
-  /** Claims every window of a group, or none; then tells whether another process loaded them meanwhile. */
+  /**
+   * Claims every window of a group, or none; then tells whether another process loaded them meanwhile. A session
+   * cut under the claim took its claims with it: the claim is asked for once more, on a new session.
+   */
   claim(group: readonly Window[]): Promise<ClaimOutcome> {
-    return this.#inTurn(() => this.#claim(group));
+    return this.#inTurn(() =>
+      this.#claim(group).catch((error: unknown) => {
+        if (!isConnectionLoss(error)) throw error;
+        return this.#claim(group);
+      }),
+    );
   }
 
-  async #claim(group: readonly Window[]): Promise<ClaimOutcome> {
-    const client = await this.#session();
+  #claim(group: readonly Window[]): Promise<ClaimOutcome> {
+    return this.#onSession((client) => this.#claimOn(client, group));
+  }
+
+  async #claimOn(client: pg.PoolClient, group: readonly Window[]): Promise<ClaimOutcome> {
     const keys = this.#keys(group);
     const taken: string[] = [];
     for (const key of keys) {
@@ -118,19 +129,15 @@ export class WindowClaims {
     return this.#inTurn(async () => {
       const keys = this.#keys(group);
       const pid = this.#pid;
-      const session = this.#session();
-      const client = await session;
-      if (pid === this.#pid) {
-        try {
-          const holders = await lockHolders(client, keys);
-          if (keys.every((key) => holders.get(key)?.some((h) => h.pid === pid))) return 'claimed';
-        } catch (error) {
-          // The session can die under this very query, before its 'error' event: its claims are gone as well.
-          if (!isConnectionLoss(error)) throw error;
-          if (this.#client === session) this.#lost(client, error as Error);
-        }
-      }
-      return this.#claim(group);
+      const held = await this.#onSession(async (client) => {
+        if (pid !== this.#pid) return false;
+        const holders = await lockHolders(client, keys);
+        return keys.every((key) => holders.get(key)?.some((h) => h.pid === pid));
+      }).catch((error: unknown) => {
+        if (!isConnectionLoss(error)) throw error;
+        return false;
+      });
+      return held ? 'claimed' : this.#claim(group);
     });
   }
 
@@ -170,8 +177,7 @@ export class WindowClaims {
   /** Who else holds the claims of these windows now (this run's own claims aside). */
   heldByOthers(windows: readonly Window[]): Promise<Window[]> {
     return this.#inTurn(async () => {
-      const client = await this.#session();
-      const holders = await windowClaimHolders(client, this.#scope, windows);
+      const holders = await this.#onSession((client) => windowClaimHolders(client, this.#scope, windows));
       return windows.filter((_, i) => {
         const holder = holders[i];
         return holder != null && holder.pid !== this.#pid;
@@ -189,6 +195,23 @@ export class WindowClaims {
     return turn;
   }
 
+  /**
+   * Runs `work` on the session. One that dies under a query (before its 'error' event, which may come later or
+   * not at all) is dropped with its claims: the next call opens another.
+   */
+  async #onSession<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const session = this.#session();
+    const client = await session;
+    try {
+      return await work(client);
+    } catch (error) {
+      if (isConnectionLoss(error) && this.#client === session) {
+        this.#lost(client, error instanceof Error ? error : new Error(String(error)));
+      }
+      throw error;
+    }
+  }
+
   #session(): Promise<pg.PoolClient> {
     this.#client ??= this.#connect().catch((error: unknown) => {
       this.#client = undefined;
@@ -200,11 +223,22 @@ export class WindowClaims {
   async #connect(): Promise<pg.PoolClient> {
     const client = await this.#pool.connect();
     const session = this.#client;
+    let released = false;
     client.on('error', (error) => {
-      if (this.#client === session) this.#lost(client, error);
+      if (this.#client !== session || released) return;
+      released = true;
+      this.#lost(client, error);
     });
-    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    this.#pid = rows[0]?.pid ?? 0;
+    try {
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      this.#pid = rows[0]?.pid ?? 0;
+    } catch (error) {
+      // Killed before it was this run's session: nothing else would hand it back, and a pool that lends no more
+      // connections waits forever.
+      if (!released) client.release(error instanceof Error ? error : true);
+      released = true;
+      throw error;
+    }
     return client;
   }
 

@@ -5,7 +5,7 @@ import { ApiClient } from '../api/client.js';
 import { isConnectionLoss, oneLine, StoreError } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { asStoreError, createPool, waitForDatabase } from '../load/database.js';
+import { asStoreError, closePool, createPool, waitForDatabase } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { acquireRunLocks, organizationLockScope, type RunLocks, schemaLockScope } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
@@ -129,7 +129,7 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       await lock.release();
     }
   } finally {
-    await pool.end();
+    await closePool(pool, logger);
   }
 }
 
