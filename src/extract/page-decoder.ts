@@ -113,6 +113,24 @@ class Ints {
   }
 }
 
+/**
+ * A list emptied record after record by its count alone: an array whose length is set to 0 lets its storage go
+ * and grows it again, which for the keys of every record of a page was most of the pass's garbage.
+ */
+class ReusedList<T> {
+  readonly items: T[] = [];
+  length = 0;
+
+  push(item: T): void {
+    this.items[this.length++] = item;
+  }
+
+  includes(item: T): boolean {
+    for (let i = 0; i < this.length; i++) if (this.items[i] === item) return true;
+    return false;
+  }
+}
+
 /** Posts decoded between two turns of the event loop: a slice takes about a millisecond. */
 const POSTS_PER_SLICE = 128;
 
@@ -148,17 +166,19 @@ class PageDecoder {
   /** Where #keyFrom found its key in the keys it was given, plus one. */
   #found = 0;
   /** For each depth of the objects within a value, the slots of the keys of the one open (reused: no set each). */
-  readonly #members: number[][] = [];
+  readonly #members: ReusedList<number>[] = [];
+  /** The containers #skipValue has open, innermost last: the slots of an object's keys, null for an array. */
+  readonly #open = new ReusedList<ReusedList<number> | null>();
   readonly #slots = new Map<string, number>();
   /** For each slot, the last record (counted from 1) that held its key. */
   readonly #seenIn: number[] = [];
   /** The keys of the record before, in order: the next record almost always repeats them. */
-  #shape: Key[] = [];
-  /** The keys of the record being read (the arrays swap: no array per record). */
-  #reading: Key[] = [];
+  #shape = new ReusedList<Key>();
+  /** The keys of the record being read (the lists swap: no list per record). */
+  #reading = new ReusedList<Key>();
   /** The keys of the segment before, and of the segment being read. */
-  #segmentShape: Key[] = [];
-  #segmentReading: Key[] = [];
+  #segmentShape = new ReusedList<Key>();
+  #segmentReading = new ReusedList<Key>();
   readonly #strings = new JsonStringReader();
   /** See #irregular. */
   #oddities = 0;
@@ -338,12 +358,12 @@ class PageDecoder {
    * The key at the cursor and its colon: first looked for among `shape`, the keys of the record before, from
    * `from` on (records mostly repeat their keys, some left out), then among all keys of the page.
    */
-  #keyFrom(shape: readonly Key[], from: number): Key {
+  #keyFrom(shape: ReusedList<Key>, from: number): Key {
     const bytes = this.#bytes;
     const at = this.#skipWhitespace();
     const last = Math.min(shape.length, from + LOOKAHEAD);
     for (let k = from; k < last; k++) {
-      const guess = shape[k]!;
+      const guess = shape.items[k]!;
       if (spelledAt(bytes, at, guess.spelling)) {
         this.#i = at + guess.spelling.length;
         this.#found = k + 1;
@@ -458,7 +478,7 @@ class PageDecoder {
       do {
         const key = this.#keyFrom(shape, from);
         from = this.#found;
-        for (let k = 0; k < keys.length; k++) if (keys[k]!.slot === key.slot) throw notTaken;
+        for (let k = 0; k < keys.length; k++) if (keys.items[k]!.slot === key.slot) throw notTaken;
         keys.push(key);
         const isName = key.name === 'name';
         if (!isName && key.name !== 'value') {
@@ -608,8 +628,8 @@ class PageDecoder {
   /** Validates and passes over any JSON value; a key repeated in one of its objects is the full way's to judge. */
   #skipValue(): void {
     const bytes = this.#bytes;
-    // The keys of each container opened, innermost last; null for an array.
-    const open: (number[] | null)[] = [];
+    const open = this.#open;
+    open.length = 0;
     for (;;) {
       const at = this.#skipWhitespace();
       const c = bytes[at]!;
@@ -620,9 +640,9 @@ class PageDecoder {
           if (!this.#afterValue(open)) return;
           continue;
         }
-        let keys: number[] | null = null;
+        let keys: ReusedList<number> | null = null;
         if (c === OPEN_BRACE) {
-          keys = this.#members[open.length] ??= [];
+          keys = this.#members[open.length] ??= new ReusedList<number>();
           keys.length = 0;
         }
         open.push(keys);
@@ -640,20 +660,20 @@ class PageDecoder {
   }
 
   /** After a value inside containers: the next member's start, or the containers it closes; false when done. */
-  #afterValue(open: (number[] | null)[]): boolean {
+  #afterValue(open: ReusedList<ReusedList<number> | null>): boolean {
     while (open.length > 0) {
-      const keys = open.at(-1)!;
+      const keys = open.items[open.length - 1] as ReusedList<number> | null;
       if (this.#next(keys === null ? CLOSE_BRACKET : CLOSE_BRACE)) {
         if (keys !== null) this.#memberKey(keys);
         return true;
       }
-      open.pop();
+      open.length--;
     }
     return false;
   }
 
   /** A key of an object being passed over, once. */
-  #memberKey(keys: number[]): void {
+  #memberKey(keys: ReusedList<number>): void {
     const key = this.#key();
     if (keys.length === MAX_MEMBERS || keys.includes(key.slot)) throw notTaken;
     keys.push(key.slot);

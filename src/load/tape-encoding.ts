@@ -163,7 +163,8 @@ function writeSegments(
 ): number {
   const first = tape.postSegments[post]!;
   const last = tape.postSegments[post + 1]!;
-  rowStarts.length = 0;
+  // Counted, not emptied: an array whose length is set to 0 lets its storage go, to grow it again post after post.
+  let rows = 0;
   for (let s = first; s < last; s++) {
     const start = out.length;
     const nul = stats.nulReplaced;
@@ -173,7 +174,7 @@ function writeSegments(
     writeId(out, tape, post);
     writePart(out, tape, s, 0, stats);
     writePart(out, tape, s, 1, stats);
-    if (written(out, rowStarts, start)) {
+    if (written(out, rowStarts, rows, start)) {
       out.truncate(start);
       if (
         (nul !== stats.nulReplaced || surrogates !== stats.surrogatesReplaced) &&
@@ -185,9 +186,9 @@ function writeSegments(
       continue;
     }
     out.byte(NEWLINE);
-    rowStarts.push(start);
+    rowStarts[rows++] = start;
   }
-  return rowStarts.length;
+  return rows;
 }
 
 function writePart(out: CopyBuffer, tape: PageTape, segment: number, part: 0 | 1, stats: EncodeStats): void {
@@ -198,11 +199,14 @@ function writePart(out: CopyBuffer, tape: PageTape, segment: number, part: 0 | 1
   else out.text(escapeCopyText(tape.owned[-1 - start]!, stats));
 }
 
-/** True when the row being written from `row` to the end is one of the post's rows before it (each ends in \n). */
-function written(out: CopyBuffer, rowStarts: readonly number[], row: number): boolean {
+/**
+ * True when the row being written from `row` to the end is one of the post's `rows` rows before it (each ends in
+ * \n).
+ */
+function written(out: CopyBuffer, rowStarts: readonly number[], rows: number, row: number): boolean {
   const length = out.length - row;
-  for (let j = 0; j < rowStarts.length; j++) {
-    const end = j + 1 < rowStarts.length ? rowStarts[j + 1]! : row;
+  for (let j = 0; j < rows; j++) {
+    const end = j + 1 < rows ? rowStarts[j + 1]! : row;
     if (end - 1 - rowStarts[j]! === length && out.same(rowStarts[j]!, row, length)) return true;
   }
   return false;
