@@ -29,7 +29,8 @@ export class Watchdog {
       },
       Math.max(100, Math.min(5000, Math.floor(stallTimeoutMs / 4))),
     );
-    this.#timer.unref();
+    // Kept referenced until stop(): a stall that leaves nothing else pending (a connection lost with nothing to
+    // say so) must end as NO_PROGRESS, not as a process that exits in the middle of its work with nothing said.
   }
 
   get signal(): AbortSignal {
