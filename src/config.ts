@@ -68,6 +68,8 @@ export interface RunConfig {
   readonly heapGrowthPercent: number;
   /** V8's semi-space for the CLI process in MB (0: V8's own), applied when the CLI starts: see launchPlan. */
   readonly semiSpaceMb: number;
+  /** V8's initial old space for the CLI process in MB (0: V8's own), applied when the CLI starts: see launchPlan. */
+  readonly oldSpaceMb: number;
   readonly filters: Filters;
   /** The fields loaded (--fields / --exclude-fields; absent: all); the post id always is. */
   readonly fields?: FieldSelection;
@@ -295,6 +297,13 @@ export const SETTINGS = {
       "CLI young generation: V8's semi-space in MB, which the CLI restarts itself with; 0: V8's own (more RSS)",
     atStart: true,
   },
+  oldSpaceMb: {
+    env: 'POST_REPORTS_OLD_SPACE_MB',
+    default: '32',
+    description:
+      "CLI old generation: V8's initial old space in MB, which the CLI restarts itself with (fewer full collections); 0: V8's own",
+    atStart: true,
+  },
   ...FILTER_SETTINGS,
   segments: {
     env: 'POST_REPORTS_SEGMENTS',
@@ -361,6 +370,8 @@ export function readEnvironment(dotenvPath = '.env'): RawSettings {
 
 /** The largest POST_REPORTS_SEMI_SPACE_MB: beyond, the young generation alone would outgrow a flat CLI. */
 const SEMI_SPACE_MAX_MB = 256;
+/** The largest POST_REPORTS_OLD_SPACE_MB, for the same reason. */
+const OLD_SPACE_MAX_MB = 1024;
 
 /** The process the CLI starts in, as far as its launch depends on it. */
 export interface StartingProcess {
@@ -387,13 +398,14 @@ export type LaunchPlan =
   | { readonly action: 'flags'; readonly v8Flags: readonly string[] };
 
 const SEMI_SPACE_FLAG = /^--max[-_]semi[-_]space[-_]size(=|$)/;
+const OLD_SPACE_FLAG = /^--initial[-_]old[-_]space[-_]size(=|$)/;
 const MALLOC_ARENA_MAX = 'MALLOC_ARENA_MAX';
 
 /**
- * The CLI's launch: the semi-space of POST_REPORTS_SEMI_SPACE_MB (from `environment` and the `.env` file) is a
- * V8 flag that only takes effect when the heap is set up, so the CLI restarts itself once, in place (same
- * process id, same standard streams), with it, and with glibc's malloc held to one arena. `environment` is the
- * process's own (process.env by default).
+ * The CLI's launch: the semi-space of POST_REPORTS_SEMI_SPACE_MB and the initial old space of
+ * POST_REPORTS_OLD_SPACE_MB (from `environment` and the `.env` file) are V8 flags that only take effect when the
+ * heap is set up, so the CLI restarts itself once, in place (same process id, same standard streams), with them,
+ * and with glibc's malloc held to one arena. `environment` is the process's own (process.env by default).
  */
 export function launchPlan(
   start: StartingProcess,
@@ -406,18 +418,31 @@ export function launchPlan(
   } catch {
     // An unreadable .env is reported by the command, which reads it again.
   }
-  const text = (environment[SETTINGS.semiSpaceMb.env] ?? fromFile[SETTINGS.semiSpaceMb.env])?.trim();
-  const mb = Number(text === undefined || text === '' ? SETTINGS.semiSpaceMb.default : text);
+  const megabytes = (setting: SettingSpec, max: number): number | undefined => {
+    const text = (environment[setting.env] ?? fromFile[setting.env])?.trim();
+    const mb = Number(text === undefined || text === '' ? setting.default : text);
+    return Number.isSafeInteger(mb) && mb >= 0 && mb <= max ? mb : undefined;
+  };
+  const semiSpace = megabytes(SETTINGS.semiSpaceMb, SEMI_SPACE_MAX_MB);
+  const oldSpace = megabytes(SETTINGS.oldSpaceMb, OLD_SPACE_MAX_MB);
   // A bad value is left for the command's configuration to report (exit 2) from a process started as usual.
-  if (!Number.isSafeInteger(mb) || mb <= 0 || mb > SEMI_SPACE_MAX_MB) return { action: 'none' };
+  if (semiSpace === undefined || oldSpace === undefined) return { action: 'none' };
   const given = [...start.execArgv, ...(environment.NODE_OPTIONS ?? '').split(/\s+/)];
-  // The operator's own semi-space wins; and a restarted CLI carries the flag, so that it restarts once only.
-  if (given.some((flag) => SEMI_SPACE_FLAG.test(flag))) return { action: 'none' };
+  // The operator's own flags win; and a restarted CLI carries its flags, so that it restarts once only.
+  const flags: string[] = [];
+  if (semiSpace > 0 && !given.some((flag) => SEMI_SPACE_FLAG.test(flag)))
+    flags.push(`--max-semi-space-size=${semiSpace}`);
+  if (oldSpace > 0 && !given.some((flag) => OLD_SPACE_FLAG.test(flag)))
+    flags.push(`--initial-old-space-size=${oldSpace}`);
+  if (flags.length === 0) return { action: 'none' };
   // A restart would leave a debugger attached to the process that is gone. Without execve, a restart would be a
   // second process, its parent's memory on top. V8 cannot take a semi-space size once the heap is set up, but it
   // reads the growth factor each time it grows the young generation: at 1, it stays at its initial size (1 MB).
+  // The old space's initial size has no such stand-in.
   if (!start.canReplace || given.some((flag) => flag.startsWith('--inspect'))) {
-    return { action: 'flags', v8Flags: ['--semi-space-growth-factor=1'] };
+    return flags[0]!.startsWith('--max-semi-space-size')
+      ? { action: 'flags', v8Flags: ['--semi-space-growth-factor=1'] }
+      : { action: 'none' };
   }
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(environment)) if (value !== undefined) env[name] = value;
@@ -425,7 +450,7 @@ export function launchPlan(
   // each keeps the pages it freed: one arena holds the same work in less memory, and the JavaScript thread does
   // nearly all the allocating. Read at exec; the operator's own value wins, and other C libraries ignore it.
   env[MALLOC_ARENA_MAX] ??= '1';
-  return { action: 'restart', args: [`--max-semi-space-size=${mb}`, ...start.execArgv, ...start.args], env };
+  return { action: 'restart', args: [...flags, ...start.execArgv, ...start.args], env };
 }
 
 /**
@@ -810,6 +835,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     stallTimeoutMs: integer('stallTimeoutMs', env, flags, problems, 1000, 7 * 86_400_000),
     heapGrowthPercent: integer('heapGrowthPercent', env, flags, problems, 0, 1000),
     semiSpaceMb: integer('semiSpaceMb', env, flags, problems, 0, SEMI_SPACE_MAX_MB),
+    oldSpaceMb: integer('oldSpaceMb', env, flags, problems, 0, OLD_SPACE_MAX_MB),
     filters,
     fields,
     ...(clockStart === undefined ? {} : { clockStart }),

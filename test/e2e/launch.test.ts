@@ -56,10 +56,11 @@ async function runBin(
 }
 
 describe('the CLI as installed keeps its memory flat with no flag to set (the built bin, through its npm link)', () => {
-  it('restarts itself once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB: the same process, its output and exit code (where Node cannot replace a process, it runs on as started)', async () => {
+  it('restarts itself once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB and the old space of POST_REPORTS_OLD_SPACE_MB: the same process, its output and exit code (where Node cannot replace a process, it runs on as started)', async () => {
     // Node 22.15 and later, but not on Windows: the CLI's own test (main.ts canReplace) with this Node.
     const replaces = typeof process.execve === 'function' && process.platform !== 'win32';
-    const flags = (mb: number) => (replaces ? [`--max-semi-space-size=${mb}`] : []);
+    const flags = (mb: number, old = 32) =>
+      replaces ? [`--max-semi-space-size=${mb}`, `--initial-old-space-size=${old}`] : [];
     const { result, pid, runtime } = await runBin(['migrate', '--schema', 'launched', '--json']);
     expect(result.code, result.stderr).toBe(0);
     expect(result.summary).toMatchObject({ command: 'migrate', status: 'succeeded' });
@@ -67,20 +68,22 @@ describe('the CLI as installed keeps its memory flat with no flag to set (the bu
 
     const sized = await runBin(['migrate', '--schema', 'launched', '--json'], {
       POST_REPORTS_SEMI_SPACE_MB: '6',
+      POST_REPORTS_OLD_SPACE_MB: '48',
     });
     expect(sized.result.code, sized.result.stderr).toBe(0);
-    expect(sized.runtime).toMatchObject({ pid: sized.pid, nodeFlags: flags(6) });
+    expect(sized.runtime).toMatchObject({ pid: sized.pid, nodeFlags: flags(6, 48) });
   });
 
-  it("leaves V8 its own young generation at POST_REPORTS_SEMI_SPACE_MB=0, and an operator's own semi-space as given", async () => {
+  it("leaves V8 its own young and old generations at 0, and an operator's own flags as given", async () => {
     const own = await runBin(['migrate', '--schema', 'launched', '--json'], {
       POST_REPORTS_SEMI_SPACE_MB: '0',
+      POST_REPORTS_OLD_SPACE_MB: '0',
     });
     expect(own.result.code, own.result.stderr).toBe(0);
     expect(own.runtime).toMatchObject({ pid: own.pid, nodeFlags: [] });
 
     const operators = await runBin(['migrate', '--schema', 'launched', '--json'], {
-      NODE_OPTIONS: '--max-semi-space-size=8',
+      NODE_OPTIONS: '--max-semi-space-size=8 --initial-old-space-size=64',
     });
     expect(operators.result.code, operators.result.stderr).toBe(0);
     expect(operators.runtime).toMatchObject({ pid: operators.pid, nodeFlags: [] });

@@ -15,16 +15,38 @@ const started: StartingProcess = {
 };
 
 describe('launchPlan: the memory settings the CLI gives its own process before it loads anything else', () => {
-  it('restarts once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB (2 MB by default) before the node flags it was given', () => {
+  it('restarts once, in place, with the semi-space of POST_REPORTS_SEMI_SPACE_MB (2 MB by default) and the old space of POST_REPORTS_OLD_SPACE_MB (32 MB) before the node flags it was given', () => {
     expect(launchPlan(started, { HOME: '/home/etl' }, noDotenv)).toEqual({
       action: 'restart',
-      args: ['--max-semi-space-size=2', ...started.args],
+      args: ['--max-semi-space-size=2', '--initial-old-space-size=32', ...started.args],
       env: { HOME: '/home/etl', MALLOC_ARENA_MAX: '1' },
     });
     const withFlags = { ...started, execArgv: ['--enable-source-maps'] };
-    expect(launchPlan(withFlags, { POST_REPORTS_SEMI_SPACE_MB: ' 8 ' }, noDotenv)).toMatchObject({
+    expect(
+      launchPlan(withFlags, { POST_REPORTS_SEMI_SPACE_MB: ' 8 ', POST_REPORTS_OLD_SPACE_MB: '64' }, noDotenv),
+    ).toMatchObject({
       action: 'restart',
-      args: ['--max-semi-space-size=8', '--enable-source-maps', ...started.args],
+      args: [
+        '--max-semi-space-size=8',
+        '--initial-old-space-size=64',
+        '--enable-source-maps',
+        ...started.args,
+      ],
+    });
+  });
+
+  it('adds only the flags the operator did not give: each of their own wins', () => {
+    expect(launchPlan(started, { NODE_OPTIONS: '--initial-old-space-size=64' }, noDotenv)).toMatchObject({
+      action: 'restart',
+      args: ['--max-semi-space-size=2', ...started.args],
+    });
+    expect(launchPlan({ ...started, execArgv: ['--max-semi-space-size=16'] }, {}, noDotenv)).toMatchObject({
+      action: 'restart',
+      args: ['--initial-old-space-size=32', '--max-semi-space-size=16', ...started.args],
+    });
+    expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: '0' }, noDotenv)).toMatchObject({
+      action: 'restart',
+      args: ['--initial-old-space-size=32', ...started.args],
     });
   });
 
@@ -38,20 +60,38 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
     });
   });
 
-  it('does not restart a process that carries a semi-space already: its own restart, or the operator’s flag', () => {
-    for (const execArgv of [['--max-semi-space-size=2'], ['--max_semi_space_size', '16']]) {
+  it('does not restart a process that carries both already: its own restart, or the operator’s flags', () => {
+    for (const execArgv of [
+      ['--max-semi-space-size=2', '--initial-old-space-size=32'],
+      ['--max_semi_space_size', '16', '--initial_old_space_size', '64'],
+    ]) {
       expect(launchPlan({ ...started, execArgv }, {}, noDotenv)).toEqual({ action: 'none' });
     }
     expect(
-      launchPlan(started, { NODE_OPTIONS: '--trace-warnings --max-semi-space-size=16' }, noDotenv),
+      launchPlan(
+        started,
+        { NODE_OPTIONS: '--trace-warnings --max-semi-space-size=16 --initial-old-space-size=8' },
+        noDotenv,
+      ),
     ).toEqual({ action: 'none' });
   });
 
-  it('leaves V8 its own young generation at 0, and a bad value to the configuration to report', () => {
-    expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: '0' }, noDotenv)).toEqual({ action: 'none' });
+  it('leaves V8 its own young and old generations at 0, and a bad value to the configuration to report', () => {
+    expect(
+      launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: '0', POST_REPORTS_OLD_SPACE_MB: '0' }, noDotenv),
+    ).toEqual({ action: 'none' });
     expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: 'small' }, noDotenv)).toEqual({
       action: 'none',
     });
+    expect(launchPlan(started, { POST_REPORTS_OLD_SPACE_MB: '-1' }, noDotenv)).toEqual({ action: 'none' });
+    expect(() =>
+      parseConfig({
+        POST_REPORTS_BASE_URL: 'https://api.example.com/v4',
+        POST_REPORTS_TOKEN: 'tok',
+        DATABASE_URL: 'postgres://localhost/db',
+        POST_REPORTS_OLD_SPACE_MB: '-1',
+      }),
+    ).toThrow('POST_REPORTS_OLD_SPACE_MB must be an integer from 0 to 1024, got "-1"');
     expect(() =>
       parseConfig({
         POST_REPORTS_BASE_URL: 'https://api.example.com/v4',
@@ -66,11 +106,15 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
     const flags = { action: 'flags', v8Flags: ['--semi-space-growth-factor=1'] };
     expect(launchPlan({ ...started, canReplace: false }, {}, noDotenv)).toEqual(flags);
     expect(launchPlan({ ...started, execArgv: ['--inspect=9229'] }, {}, noDotenv)).toEqual(flags);
+    // The old space has no stand-in once the heap is set up.
+    expect(
+      launchPlan({ ...started, canReplace: false }, { POST_REPORTS_SEMI_SPACE_MB: '0' }, noDotenv),
+    ).toEqual({ action: 'none' });
   });
 
   it('reads the .env file under the environment, as every setting', () => {
     const dotenv = join(folder, '.env');
-    writeFileSync(dotenv, 'POST_REPORTS_SEMI_SPACE_MB=0\n');
+    writeFileSync(dotenv, 'POST_REPORTS_SEMI_SPACE_MB=0\nPOST_REPORTS_OLD_SPACE_MB=0\n');
     expect(launchPlan(started, {}, dotenv)).toEqual({ action: 'none' });
     expect(launchPlan(started, { POST_REPORTS_SEMI_SPACE_MB: '4' }, dotenv)).toMatchObject({
       args: ['--max-semi-space-size=4', ...started.args],

@@ -14,6 +14,7 @@ function run(startDate?: string, lookbackDays = 3): RunConfig {
     stallTimeoutMs: 1000,
     heapGrowthPercent: 0,
     semiSpaceMb: 0,
+    oldSpaceMb: 0,
     filters: {},
   };
 }
