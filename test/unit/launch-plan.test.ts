@@ -36,10 +36,13 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
   });
 
   it('adds only the flags the operator did not give: each of their own wins', () => {
-    expect(launchPlan(started, { NODE_OPTIONS: '--initial-old-space-size=64' }, noDotenv)).toMatchObject({
-      action: 'restart',
-      args: ['--max-semi-space-size=2', ...started.args],
-    });
+    // Node refuses an initial old space in NODE_OPTIONS: an operator gives it as a node flag.
+    expect(launchPlan({ ...started, execArgv: ['--initial-old-space-size=64'] }, {}, noDotenv)).toMatchObject(
+      {
+        action: 'restart',
+        args: ['--max-semi-space-size=2', '--initial-old-space-size=64', ...started.args],
+      },
+    );
     expect(launchPlan({ ...started, execArgv: ['--max-semi-space-size=16'] }, {}, noDotenv)).toMatchObject({
       action: 'restart',
       args: ['--initial-old-space-size=32', '--max-semi-space-size=16', ...started.args],
@@ -69,8 +72,8 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
     }
     expect(
       launchPlan(
-        started,
-        { NODE_OPTIONS: '--trace-warnings --max-semi-space-size=16 --initial-old-space-size=8' },
+        { ...started, execArgv: ['--initial-old-space-size=8'] },
+        { NODE_OPTIONS: '--trace-warnings --max-semi-space-size=16' },
         noDotenv,
       ),
     ).toEqual({ action: 'none' });
