@@ -429,18 +429,15 @@ export function launchPlan(
   if (semiSpace === undefined || oldSpace === undefined) return { action: 'none' };
   const given = [...start.execArgv, ...(environment.NODE_OPTIONS ?? '').split(/\s+/)];
   // The operator's own flags win; and a restarted CLI carries its flags, so that it restarts once only.
-  const flags: string[] = [];
-  if (semiSpace > 0 && !given.some((flag) => SEMI_SPACE_FLAG.test(flag)))
-    flags.push(`--max-semi-space-size=${semiSpace}`);
-  if (oldSpace > 0 && !given.some((flag) => OLD_SPACE_FLAG.test(flag)))
-    flags.push(`--initial-old-space-size=${oldSpace}`);
-  if (flags.length === 0) return { action: 'none' };
+  const setsSemiSpace = semiSpace > 0 && !given.some((flag) => SEMI_SPACE_FLAG.test(flag));
+  const setsOldSpace = oldSpace > 0 && !given.some((flag) => OLD_SPACE_FLAG.test(flag));
+  if (!setsSemiSpace && !setsOldSpace) return { action: 'none' };
   // A restart would leave a debugger attached to the process that is gone. Without execve, a restart would be a
   // second process, its parent's memory on top. V8 cannot take a semi-space size once the heap is set up, but it
   // reads the growth factor each time it grows the young generation: at 1, it stays at its initial size (1 MB).
   // The old space's initial size has no such stand-in.
   if (!start.canReplace || given.some((flag) => flag.startsWith('--inspect'))) {
-    return flags[0]!.startsWith('--max-semi-space-size')
+    return setsSemiSpace
       ? { action: 'flags', v8Flags: ['--semi-space-growth-factor=1'] }
       : { action: 'none' };
   }
@@ -450,6 +447,10 @@ export function launchPlan(
   // each keeps the pages it freed: one arena holds the same work in less memory, and the JavaScript thread does
   // nearly all the allocating. Read at exec; the operator's own value wins, and other C libraries ignore it.
   env[MALLOC_ARENA_MAX] ??= '1';
+  const flags = [
+    ...(setsSemiSpace ? [`--max-semi-space-size=${semiSpace}`] : []),
+    ...(setsOldSpace ? [`--initial-old-space-size=${oldSpace}`] : []),
+  ];
   return { action: 'restart', args: [...flags, ...start.execArgv, ...start.args], env };
 }
 

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { type CliResult, runCli } from '../../helpers/cli.js';
+import { startCuttingProxy } from '../../helpers/cutting-proxy.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
-import { startNoSslProxy } from '../../helpers/no-ssl-proxy.js';
 import { compareWithReference, snapshotSchema } from '../../helpers/reference-check.js';
 
 const db = await createTestDatabase();
@@ -102,9 +102,9 @@ describe('secrets and access (the built CLI)', () => {
   });
 
   it('honours sslmode=require in DATABASE_URL: a server without SSL is refused with one clear line', async () => {
-    // The test's server behind a proxy that has no SSL, whatever the server's own setting.
+    // The test's server behind a proxy that has no SSL (it answers every SSLRequest 'N'), whatever the server's own.
     const target = new URL(db.url);
-    const proxy = await startNoSslProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const proxy = await startCuttingProxy({ host: target.hostname, port: Number(target.port || 5432) });
     onTestFinished(() => proxy.close());
     const url = new URL(proxy.urlThrough(db.url));
     // The same server without sslmode: the proxy itself lets a run through.
