@@ -4,6 +4,7 @@ import pRetry from 'p-retry';
 import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { BufferPool } from '../model/buffer-pool.js';
 import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { retryAfterMs } from './retry-after.js';
@@ -29,6 +30,14 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
+export interface DeferredJsonOptions extends RequestOptions {
+  /**
+   * Where a body of declared length is read into: the answer's `utf8` is then a view of the pool's memory, which
+   * the caller gives back once nothing reads it (BufferPool). A body kept as text goes back at once.
+   */
+  readonly bodies?: BufferPool;
+}
+
 /**
  * A downloaded JSON body, parsed only when asked: a caller that downloads ahead parses it when it is used, so
  * that the objects it makes die young. It is kept as the UTF-8 of its text, for a reader that reads the bytes: the
@@ -47,6 +56,9 @@ export interface DeferredJson {
   /** The body parsed exactly; DataError('PAGE_MALFORMED') when it is not JSON. */
   parse(): unknown;
 }
+
+/** Whether a successful answer is kept as bytes (the UTF-8 of its text), and where they are read into. */
+type AsBytes = false | { readonly bodies: BufferPool | undefined };
 
 /** A successful answer before parsing: its text, or (when asked for bytes) the UTF-8 of its text. */
 interface RawResponse {
@@ -88,8 +100,8 @@ export class ApiClient {
    * GET, returning the body's size and bytes at once and the body itself when asked (the pager downloads ahead, and
    * reads a page from its bytes: text decoded from bytes that are then dropped is most of what reading one costs).
    */
-  async getDeferredJson(path: string, options: RequestOptions = {}): Promise<DeferredJson> {
-    const response = await this.request('GET', path, undefined, options, true);
+  async getDeferredJson(path: string, options: DeferredJsonOptions = {}): Promise<DeferredJson> {
+    const response = await this.request('GET', path, undefined, options, { bodies: options.bodies });
     const utf8 = response.utf8 ?? Buffer.from(textOf(response), 'utf8');
     return {
       bytes: response.length,
@@ -111,7 +123,7 @@ export class ApiClient {
     path: string,
     body: string | undefined,
     options: RequestOptions,
-    asBytes = false,
+    asBytes: AsBytes = false,
   ): Promise<RawResponse> {
     const relative = path.replace(/^\/+/, '');
     const url = new URL(relative, this.#config.baseUrl);
@@ -163,8 +175,9 @@ export class ApiClient {
     body: string | undefined,
     attempt: number,
     signal: AbortSignal | undefined,
-    asBytes: boolean,
+    asBytes: AsBytes,
   ): Promise<RawResponse> {
+    const bodies = asBytes ? asBytes.bodies : undefined;
     // One deadline for the whole attempt: DNS, connecting, TLS, the headers and the body.
     const timeout = AbortSignal.timeout(this.#config.requestTimeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
@@ -175,6 +188,7 @@ export class ApiClient {
     if (body !== undefined) headers['content-type'] = 'application/json';
     const started = performance.now();
     let text: string | undefined;
+    let bytes: Uint8Array | undefined;
     let utf8: Buffer | undefined;
     let status: number;
     let length: number;
@@ -189,7 +203,7 @@ export class ApiClient {
         ...(body !== undefined ? { body } : {}),
       });
       status = response.status;
-      const bytes = await this.readBody(response, endpoint);
+      bytes = await this.readBody(response, endpoint, bodies);
       length = bytes.byteLength;
       const contentType = response.headers.get('content-type');
       // An error answer is read for its message: as text.
@@ -199,6 +213,9 @@ export class ApiClient {
       if (error instanceof EtlError) throw error;
       if (signal?.aborted) throw aborted(endpoint, signal);
       throw this.transportError(error, endpoint, attempt, timeout.aborted);
+    } finally {
+      // Only the bytes kept as the answer's utf8 are still read; text is a copy.
+      if (utf8 === undefined) bodies?.give(bytes);
     }
     this.#logger.debug(
       { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: length },
@@ -223,7 +240,7 @@ export class ApiClient {
    * The body's bytes, refused without reading the rest as soon as they pass the limit (a declared length beyond it
    * is refused before reading any): a body that never ends would otherwise fill the memory until the timeout.
    */
-  private async readBody(response: Response, endpoint: string): Promise<Uint8Array> {
+  private async readBody(response: Response, endpoint: string, bodies?: BufferPool): Promise<Uint8Array> {
     const limit = this.#config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const tooLarge = (size: string) =>
       new DataError(
@@ -237,6 +254,8 @@ export class ApiClient {
     }
     if (response.body === null) return new Uint8Array(0);
     const reader = response.body.getReader();
+    // Read into memory of the pool's: no list of chunks to join, and no page-sized buffer left for V8 to collect.
+    if (bodies !== undefined && declared > 0) return readInto(reader, bodies, declared, limit, tooLarge);
     const chunks: Uint8Array[] = [];
     let size = 0;
     for (;;) {
@@ -391,4 +410,42 @@ function countEncodedReplacements(bytes: Uint8Array): number {
     if (bytes[at + 1] === 0xbf && bytes[at + 2] === 0xbd) count += 1;
   }
   return count;
+}
+
+/**
+ * A body read into a buffer of the pool's, sized by its declared length. More bytes than declared (a body decoded
+ * from a compressed one) move to a larger buffer; the limit holds as for any body. A failed read gives its buffer
+ * back.
+ */
+async function readInto(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  pool: BufferPool,
+  declared: number,
+  limit: number,
+  tooLarge: (size: string) => Error,
+): Promise<Buffer> {
+  let into = Buffer.from(pool.take(declared));
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return into.subarray(0, size);
+      const end = size + value.byteLength;
+      if (end > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge('more bytes');
+      }
+      if (end > into.length) {
+        const larger = Buffer.from(pool.take(2 * end));
+        into.copy(larger, 0, 0, size);
+        pool.give(into);
+        into = larger;
+      }
+      into.set(value, size);
+      size = end;
+    }
+  } catch (error) {
+    pool.give(into);
+    throw error;
+  }
 }

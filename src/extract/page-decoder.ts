@@ -13,6 +13,7 @@ import { isUtf8 } from 'node:buffer';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parseExactJson, stringifyExactJson } from '../api/exact-json.js';
 import { JsonStringReader } from '../api/json-string.js';
+import type { BufferPool } from '../model/buffer-pool.js';
 import {
   PageTape,
   SEGMENT_STRIDE,
@@ -89,8 +90,10 @@ class Ints {
   #ints: Int32Array;
   length = 0;
 
-  constructor(capacity: number) {
-    this.#ints = new Int32Array(capacity);
+  /** `pool`: where the ints' memory comes from (only the first array: one grown is rare, and garbage). */
+  constructor(capacity: number, pool?: BufferPool) {
+    this.#ints =
+      pool === undefined ? new Int32Array(capacity) : new Int32Array(pool.take(capacity * 4), 0, capacity);
   }
 
   push(a: number, b: number, c: number, d: number): void {
@@ -139,12 +142,17 @@ const POSTS_PER_SLICE = 128;
  * valid UTF-8 or not JSON, a key repeats, an id or the segments are not as documented, data holds more than a page
  * may, and so on).
  */
-export async function decodePage(bytes: Buffer, context: MappingContext): Promise<DecodedPage | null> {
+export async function decodePage(
+  bytes: Buffer,
+  context: MappingContext,
+  tapes?: BufferPool,
+): Promise<DecodedPage | null> {
   // Strings are copied to COPY as their bytes: those must be UTF-8 (the client hands no other, and this costs
   // little next to the pass).
   if (!isUtf8(bytes)) return null;
+  const decoder = new PageDecoder(bytes, context, tapes);
   try {
-    const steps = new PageDecoder(bytes, context).page();
+    const steps = decoder.page();
     for (;;) {
       const step = steps.next();
       if (step.done) return step.value;
@@ -152,6 +160,8 @@ export async function decodePage(bytes: Buffer, context: MappingContext): Promis
       await nextTurn();
     }
   } catch (error) {
+    // No tape was made: nothing reads its values.
+    tapes?.give(decoder.values);
     if (error === notTaken) return null;
     throw error;
   }
@@ -205,12 +215,17 @@ class PageDecoder {
   #start = 0;
   #end = 0;
 
-  constructor(bytes: Buffer, context: MappingContext) {
+  constructor(bytes: Buffer, context: MappingContext, tapes?: BufferPool) {
     this.#bytes = bytes;
     this.#context = context;
     // Pages of posts hold a value in every 30 to 40 bytes: room for them without growing, and not much more (the
     // tape lives until the page is encoded).
-    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(bytes.length / 24)));
+    this.#values = new Ints(VALUE_STRIDE * Math.max(256, Math.ceil(bytes.length / 24)), tapes);
+  }
+
+  /** The values written so far (the tape's, once done). */
+  get values(): Int32Array {
+    return this.#values.done();
   }
 
   /** Yields every POSTS_PER_SLICE posts, for pending I/O to be served meanwhile (decodePage). */

@@ -1,6 +1,7 @@
 import type { ApiClient, DeferredJson } from '../api/client.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
-import type { PagePosts } from '../model/page-tape.js';
+import { BufferPool } from '../model/buffer-pool.js';
+import { type PagePosts, PageTape } from '../model/page-tape.js';
 import { ExactNumber } from '../model/post-record.js';
 import { isRecord, kind } from './json-shape.js';
 import { decodePage } from './page-decoder.js';
@@ -62,13 +63,14 @@ export async function fetchReport(
   client: ApiClient,
   reportId: string,
   what: string,
-  options: { token?: string | null; signal?: AbortSignal },
+  options: { token?: string | null; signal?: AbortSignal; bodies?: BufferPool },
 ): Promise<FetchedReport> {
   let response: DeferredJson;
   try {
     response = await client.getDeferredJson(reportPath(reportId), {
       ...(options.token ? { query: { page: options.token } } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.bodies ? { bodies: options.bodies } : {}),
     });
   } catch (error) {
     if (error instanceof ApiError && (error.status === 400 || error.status === 404 || error.status === 410)) {
@@ -119,15 +121,17 @@ export async function readAnswer(
   at: { readonly reportId: string; readonly index: number; readonly token: string | null },
   mapping: PostMapping,
   statusRequired: boolean,
+  tapes?: BufferPool,
 ): Promise<ReportAnswer> {
   const { reportId, index, token } = at;
   const isPage = (status: unknown) => status === DONE || (!statusRequired && typeof status !== 'string');
-  const decoded = await decodePage(fetched.utf8, { ...mapping, page: index });
+  const decoded = await decodePage(fetched.utf8, { ...mapping, page: index }, tapes);
   if (decoded !== null && isPage(decoded.status)) {
     checkNext(decoded.nextPage, token, reportId, index);
     const page = { index, token, nextPage: decoded.nextPage, posts: decoded.posts, bytes: fetched.bytes };
     return { status: decoded.status, page };
   }
+  tapes?.give(decoded?.posts.values);
   const body = fetched.body();
   const status = isRecord(body) ? body.status : undefined;
   if (!isPage(status)) return { status, page: null };
@@ -186,6 +190,7 @@ export function toReportPage(
  * cycle) fails with DataError('PAGE_MALFORMED') naming the report. The next page downloads
  * while the consumer handles the current one (one page ahead, never more); stopping early aborts that download.
  * A report or page token that is gone raises ApiError('REPORT_GONE'); a malformed page DataError('PAGE_MALFORMED').
+ * A page's posts are read before the next page is asked for: its memory then holds a later page's (BufferPool).
  */
 export async function* readPages(
   client: ApiClient,
@@ -194,19 +199,32 @@ export async function* readPages(
 ): AsyncGenerator<ReportPage> {
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
+  // One page is read while the next downloads: two bodies, one tape.
+  const bodies = new BufferPool(2);
+  const tapes = new BufferPool(1);
+  /** The bytes each page read here was read from, to give back with it. */
+  const bodyOf = new WeakMap<ReportPage, Buffer>();
   const download = async (token: string | null, index: number): Promise<() => Promise<ReportPage>> => {
     const what = `page ${index}`;
-    const fetched = await fetchReport(client, reportId, what, { token, signal });
+    const fetched = await fetchReport(client, reportId, what, { token, signal, bodies });
     return async () => {
-      const answer = await readAnswer(fetched, { reportId, index, token }, options.mapping, false);
+      const answer = await readAnswer(fetched, { reportId, index, token }, options.mapping, false, tapes);
       if (answer.page === null) {
         throw new DataError(
           'PAGE_MALFORMED',
           `report ${reportId}, ${what}: status "${answer.status}", not DONE`,
         );
       }
+      bodyOf.set(answer.page, fetched.utf8);
       return answer.page;
     };
+  };
+  const done = (page: ReportPage) => {
+    if (page.posts instanceof PageTape) {
+      page.posts.retire();
+      tapes.give(page.posts.values);
+    }
+    bodies.give(bodyOf.get(page));
   };
   let pending: Promise<() => Promise<ReportPage>> | null = null;
   // Every token of the report read so far, with the page it fetched: next_page may lead back to any of them, and a
@@ -237,6 +255,7 @@ export async function* readPages(
         pending.catch(() => {});
       }
       yield current;
+      done(current);
       if (pending === null) return;
       current = await (await pending)();
       pending = null;

@@ -3,6 +3,8 @@
  * copying them costs no string per value, no concatenation and no copy of the whole text at the end.
  */
 
+import type { BufferPool } from '../model/buffer-pool.js';
+
 /** Ranges longer than this are copied by Buffer#copy: a loop wins below (a native call costs more). */
 const LONG_RANGE = 64;
 /** Strings longer than this are written by Buffer#write, which beats a loop over each character. */
@@ -12,9 +14,12 @@ const LONG_TEXT = 256;
 export class CopyBuffer {
   #bytes: Buffer;
   #length = 0;
+  readonly #pool: BufferPool | undefined;
 
-  constructor(capacity: number) {
-    this.#bytes = Buffer.allocUnsafeSlow(Math.max(capacity, 1024));
+  /** `pool`: where its memory comes from, and where a buffer it outgrew goes back. */
+  constructor(capacity: number, pool?: BufferPool) {
+    this.#pool = pool;
+    this.#bytes = this.#allocate(Math.max(capacity, 1024));
   }
 
   /** Bytes written so far. */
@@ -114,8 +119,13 @@ export class CopyBuffer {
   #reserve(n: number): void {
     const need = this.#length + n;
     if (need <= this.#bytes.length) return;
-    const grown = Buffer.allocUnsafeSlow(Math.max(need, 2 * this.#bytes.length));
+    const grown = this.#allocate(Math.max(need, 2 * this.#bytes.length));
     this.#bytes.copy(grown, 0, 0, this.#length);
+    this.#pool?.give(this.#bytes);
     this.#bytes = grown;
+  }
+
+  #allocate(bytes: number): Buffer {
+    return this.#pool === undefined ? Buffer.allocUnsafeSlow(bytes) : Buffer.from(this.#pool.take(bytes));
   }
 }

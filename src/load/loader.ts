@@ -26,6 +26,7 @@ import {
   type StagedPage,
   writePage,
 } from './staging.js';
+import type { CopyPools } from './tape-encoding.js';
 
 /** Stages report pages per window and replaces whole windows in posts and post_custom_segments. */
 export class Loader {
@@ -62,15 +63,17 @@ export class Loader {
    * be prepared while the previous one is written (writePage): on two cores encoding then overlaps the
    * database's work. Pages must still be written in order. `registry`: the `registry` of the page prepared before
    * this one in the same attempt; the page is planned against it instead of the catalog read again (see
-   * staging.ts evolveFor).
+   * staging.ts evolveFor). `pools`: where the COPY text's memory comes from; the caller gives it back once the page
+   * is written.
    */
   preparePage(
     window: Window,
     page: StagedPage,
     signal?: AbortSignal,
     registry?: Registry,
+    pools?: CopyPools,
   ): Promise<PreparedPage> {
-    return preparePage(this.#context, window, page, signal, registry);
+    return preparePage(this.#context, window, page, signal, registry, pools);
   }
 
   /**

@@ -28,7 +28,7 @@ import {
   toProgress,
 } from './stage-progress.js';
 import { qualified } from './table-names.js';
-import { type EncodedPage, encodeTape } from './tape-encoding.js';
+import { type CopyPools, type EncodedPage, encodeTape } from './tape-encoding.js';
 import { recordPagesStaged, recordStageReport } from './window-state.js';
 
 /** One page of a report, as the extractor read it. */
@@ -152,6 +152,7 @@ export async function preparePage(
   page: StagedPage,
   signal?: AbortSignal,
   known?: Registry,
+  pools?: CopyPools,
 ): Promise<PreparedPage> {
   checkWindow(window);
   if (page.posts.length >= MAX_PAGE_ROWS) {
@@ -165,7 +166,7 @@ export async function preparePage(
     const { fields, registry } = await evolveFor(context, window, page, known, signal);
     const columns = pageColumns(fields, registry);
     const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
-    const text = encode(page.posts, page.index, columns, stats);
+    const text = encode(page.posts, page.index, columns, stats, pools);
     return {
       window: { start: window.start, end: window.end },
       index: page.index,
@@ -191,8 +192,9 @@ function encode(
   page: number,
   columns: readonly PageColumn[],
   stats: EncodeStats,
+  pools: CopyPools | undefined,
 ): EncodedPage {
-  if (posts instanceof PageTape) return encodeTape(posts, page, columns, stats);
+  if (posts instanceof PageTape) return encodeTape(posts, page, columns, stats, pools);
   const text = encodePage(posts, page, columns, stats);
   return {
     posts: Buffer.from(text.posts, 'utf8'),

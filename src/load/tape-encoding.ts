@@ -7,6 +7,8 @@
  * rewritten document escaped), the value goes through copy-encoding.ts, which stays the reference: the rows are
  * encodePage's for the same posts, byte for byte (the decoder's differential test holds them to that).
  */
+
+import { BufferPool } from '../model/buffer-pool.js';
 import {
   type PageTape,
   SEGMENT_STRIDE,
@@ -49,15 +51,33 @@ export interface EncodedPage {
 }
 
 /**
+ * Where a window's pages take the memory of their COPY text: a page is encoded while the one before it is written,
+ * so two pages' are in use at once. A page's text goes back once written (give).
+ */
+export class CopyPools {
+  readonly posts = new BufferPool(2);
+  readonly segments = new BufferPool(2);
+
+  /** Gives back a page's COPY text: nothing writes it any more. */
+  give(page: { readonly posts: Buffer; readonly segments: Buffer }): void {
+    this.posts.give(page.posts);
+    this.segments.give(page.segments);
+  }
+}
+
+/**
  * The COPY text of a tape's posts and segments, as encodePage writes it for the same posts (a pair repeated
- * within a post is written once, compared as written).
+ * within a post is written once, compared as written). `pools`: where its memory comes from.
  */
 export function encodeTape(
   tape: PageTape,
   page: number,
   columns: readonly PageColumn[],
   stats: EncodeStats,
+  pools?: CopyPools,
 ): EncodedPage {
+  // Its bytes and values may hold another page's by now: rows of that page under this one's numbers would load.
+  if (tape.retired) throw new Error(`page ${page + 1} was encoded after its memory was given back`);
   const { bytes, values, postValues, owned } = tape;
   // Each field's column in the page's COPY (-1: none), and the value of each column in the post being written.
   const columnOf = new Int32Array(tape.fields.length).fill(-1);
@@ -71,8 +91,8 @@ export function encodeTape(
   }
   const slots = new Int32Array(columns.length);
   // A page's rows take half its bytes or so: its keys, quotes and commas are not written.
-  const out = new CopyBuffer(Math.ceil(0.6 * bytes.length) + 64 * tape.length);
-  const segments = new CopyBuffer(tape.postSegments[tape.length]! * 64);
+  const out = new CopyBuffer(Math.ceil(0.6 * bytes.length) + 64 * tape.length, pools?.posts);
+  const segments = new CopyBuffer(tape.postSegments[tape.length]! * 64, pools?.segments);
   let segmentRows = 0;
   const rowStarts: number[] = [];
   for (let i = 0; i < tape.length; i++) {

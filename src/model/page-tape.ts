@@ -40,6 +40,8 @@ export const SEGMENT_STRIDE = 4;
  * value). A range whose start is negative stands for owned[-1 - start] (ids and segments).
  */
 export class PageTape {
+  #retired = false;
+
   constructor(
     /** The page's text as UTF-8, valid. */
     readonly bytes: Buffer,
@@ -64,6 +66,18 @@ export class PageTape {
     /** Per field: the kinds of its values, as a bit set of 1 << TAPE_*. */
     readonly kinds: Int32Array,
   ) {}
+
+  /**
+   * Marks the tape as read for good: its bytes and values go back to their pools (pager.ts readPages) and will hold
+   * another page's. Reading it after this is a bug, which encodeTape refuses rather than load another page's rows.
+   */
+  retire(): void {
+    this.#retired = true;
+  }
+
+  get retired(): boolean {
+    return this.#retired;
+  }
 
   /** The canonical id of a post. */
   id(post: number): string {

@@ -6,6 +6,7 @@ import { createReport, waitForReport } from '../extract/report.js';
 import { ReportReadiness } from '../extract/report-readiness.js';
 import { waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
+import { CopyPools } from '../load/tape-encoding.js';
 import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
@@ -227,6 +228,7 @@ export class WindowStager {
     let writing: Promise<void> | undefined;
     // Each page is planned against the columns of posts the one before saw (Loader.preparePage).
     let registry: Registry | undefined;
+    const pools = new CopyPools();
     try {
       for await (const page of pages) {
         const mapped = page.posts;
@@ -236,6 +238,7 @@ export class WindowStager {
           { index: page.index - 1, nextPage: page.nextPage, posts: mapped, reportId },
           watchdog.signal,
           registry,
+          pools,
         );
         registry = prepared.registry;
         watchdog.waitingFor(`the database to stage page ${page.index} of report ${reportId}`);
@@ -246,6 +249,9 @@ export class WindowStager {
         const index = page.index;
         const bytes = page.bytes;
         writing = loader.writePage(prepared, watchdog.signal).then(() => {
+          // Written: the next page but one encodes into its memory. A failed write keeps it (its socket may still
+          // be sending it).
+          pools.give(prepared);
           watchdog.progress();
           staged.posts += rows;
           staged.pages += 1;

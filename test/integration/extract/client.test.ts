@@ -1,8 +1,10 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors.js';
 import { fetchDimensions } from '../../../src/extract/dimensions.js';
 import { reportPath } from '../../../src/extract/pager.js';
 import { createReport } from '../../../src/extract/report.js';
+import { BufferPool } from '../../../src/model/buffer-pool.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { type HandMadeBody, startPageServer } from '../../helpers/page-server.js';
 import { clientFor, failure } from './harness.js';
@@ -216,5 +218,75 @@ describe('ApiClient: a body as bytes', () => {
     }
     // The bytes that are not UTF-8 (three bodies) were replaced and logged; the unknown charset refused.
     expect([warned, failed]).toEqual([3, 1]);
+  });
+
+  it('reads a body of declared length into memory of a pool, and gives back what it does not keep', async () => {
+    const sized = (body: Uint8Array, headers: Record<string, string | number>): HandMadeBody => ({
+      write: (response) => response.writeHead(200, { ...headers, 'content-length': body.length }).end(body),
+    });
+    const all: Record<string, HandMadeBody> = {
+      ...Object.fromEntries(
+        Object.entries(bodies).map(([name, { body, contentType }]) => [
+          name,
+          sized(body, { 'content-type': contentType ?? 'application/json; charset=utf-8' }),
+        ]),
+      ),
+      // Decoded by fetch: many more bytes than its content-length declares, read on into a larger buffer.
+      gzip: sized(gzipSync(utf8(JSON.stringify({ a: 'é'.repeat(50_000) }))), {
+        'content-type': 'application/json; charset=utf-8',
+        'content-encoding': 'gzip',
+      }),
+      // No length declared: read as chunks, as before.
+      chunked: { body: utf8(page) },
+    };
+    const server = await startPageServer({ pages: () => all });
+    const taken: ArrayBuffer[] = [];
+    const given: ArrayBufferLike[] = [];
+    const pool = new (class extends BufferPool {
+      override take(bytes: number): ArrayBuffer {
+        const buffer = super.take(bytes);
+        taken.push(buffer);
+        return buffer;
+      }
+      override give(view: ArrayBufferView | undefined): void {
+        if (view !== undefined) given.push(view.buffer);
+        super.give(view);
+      }
+    })();
+    let kept = 0;
+    try {
+      for (const name of Object.keys(all)) {
+        const query = { page: name };
+        const read = (bodies?: BufferPool) =>
+          clientFor(server)
+            .client.getDeferredJson(reportPath('w'), { query, ...(bodies ? { bodies } : {}) })
+            .catch((e: Error) => e);
+        const plain = await read();
+        const from = taken.length;
+        const pooled = await read(pool);
+        if (plain instanceof Error || pooled instanceof Error) {
+          expect(String(pooled), name).toBe(String(plain));
+        } else {
+          expect(pooled.text, name).toBe(plain.text);
+          expect(pooled.utf8.equals(plain.utf8), name).toBe(true);
+        }
+        const under = pooled instanceof Error ? undefined : pooled.utf8.buffer;
+        // One buffer a body, none for one not declared, more for one that outgrew its own.
+        if (name === 'gzip') expect(taken.length - from, name).toBeGreaterThan(1);
+        else expect(taken.length - from, name).toBe(name === 'chunked' ? 0 : 1);
+        // Each buffer taken is the answer's bytes, or back in the pool.
+        for (const buffer of taken.slice(from))
+          expect(buffer === under || given.includes(buffer), name).toBe(true);
+        if (under !== undefined && taken.includes(under as ArrayBuffer)) {
+          kept++;
+          pool.give(pooled instanceof Error ? undefined : pooled.utf8);
+        }
+      }
+    } finally {
+      await server.close();
+    }
+    // Kept: the eight bodies that are UTF-8, declared so or by default (gzip's once decoded, JSON or not); given
+    // back: the other six, the answer refused among them.
+    expect(kept).toBe(8);
   });
 });

@@ -4,7 +4,7 @@ import { fetchDimensions, validateFilters } from '../../../src/extract/dimension
 import { readPages, reportPath, toReportPage } from '../../../src/extract/pager.js';
 import { createReport, waitForReport } from '../../../src/extract/report.js';
 import { ReportReadiness } from '../../../src/extract/report-readiness.js';
-import { postIds } from '../../../src/model/page-tape.js';
+import { PageTape, postIds } from '../../../src/model/page-tape.js';
 import { type CorruptionKind, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
 import { largeArrayBuffers, slicedParents } from '../../helpers/heap-snapshot.js';
 import { clientFor, failure } from './harness.js';
@@ -36,6 +36,38 @@ describe('reports and pages against the simulator', () => {
     const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
     expect(reference).toHaveLength(10_000);
     expect(reference.some((r) => BigInt(r) > 2n ** 53n)).toBe(true);
+    expect(ids).toEqual(reference);
+  });
+
+  it('reads each page into memory a page before it was read from: at most two bodies and one tape in all', async () => {
+    const { client, config } = clientFor(sim);
+    const { id } = await createReport(client, BIG, {});
+    const first = await waitForReport(client, id, config.poll, mapping(BIG));
+    const bodies = new Set<ArrayBufferLike>();
+    const tapes = new Set<ArrayBufferLike>();
+    const ids: string[] = [];
+    let before: PageTape | undefined;
+    for await (const page of readPages(client, id, { mapping: mapping(BIG), first })) {
+      // The page before is done with once this one is asked for.
+      expect(before?.retired ?? true).toBe(true);
+      expect(page.posts).toBeInstanceOf(PageTape);
+      const tape = page.posts as PageTape;
+      expect(tape.retired).toBe(false);
+      if (page.index > 1) {
+        bodies.add(tape.bytes.buffer);
+        tapes.add(tape.values.buffer);
+      }
+      ids.push(...postIds(tape));
+      before = tape;
+    }
+    // The last page too, once the pages end.
+    expect(before?.retired).toBe(true);
+    // Pages 2 to 10, each read while the next one downloads: two bodies (one, where a page was read before the
+    // next one's answer came) instead of nine.
+    expect(bodies.size).toBeGreaterThanOrEqual(1);
+    expect(bodies.size).toBeLessThanOrEqual(2);
+    expect(tapes.size).toBe(1);
+    const reference = sim.referencePosts({ start_date: BIG.start, end_date: BIG.end }).map((p) => p.id);
     expect(ids).toEqual(reference);
   });
 

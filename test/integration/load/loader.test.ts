@@ -1,8 +1,11 @@
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataError, StoreError } from '../../../src/errors.js';
+import { decodePage } from '../../../src/extract/page-decoder.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { CopyPools } from '../../../src/load/tape-encoding.js';
+import type { PageTape } from '../../../src/model/page-tape.js';
 import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/model/post-record.js';
 import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -449,6 +452,75 @@ describe('window-atomic loads', () => {
       { id: '2', m: null, other_new: null, note: 'p0' },
       { id: '3', m: '7', other_new: 'x', note: 'p1' },
     ]);
+  });
+});
+
+describe('memory', () => {
+  /** A page as the API sends it, read in one pass: on a tape over its bytes. */
+  async function tapeOf(w: Window, page: number, ids: readonly number[]): Promise<PageTape> {
+    const records = ids.map((id) => ({
+      platform_post_id: id,
+      note: `note ${id} `.repeat(40),
+      custom_segments: [{ name: 'Region', value: `r${id}` }],
+    }));
+    const body = JSON.stringify({ status: 'DONE', data: records, response_metadata: [{ next_page: null }] });
+    const decoded = await decodePage(Buffer.from(body), { postIdField: 'platform_post_id', window: w, page });
+    return decoded!.posts;
+  }
+
+  it('encodes a page into the COPY text of the page before the one before once that is written, rows exact', async () => {
+    const w = { start: '2027-03-01', end: '2027-03-07' };
+    await loader.openWindow(w, 'pooled');
+    const pools = new CopyPools();
+    const pages = [
+      [1, 2, 3],
+      [4, 5],
+      [6, 7, 8],
+    ];
+    const prepare = async (i: number) =>
+      loader.preparePage(
+        w,
+        {
+          index: i,
+          nextPage: i + 1 < pages.length ? `p${i + 1}` : null,
+          posts: await tapeOf(w, i + 1, pages[i]!),
+        },
+        undefined,
+        undefined,
+        pools,
+      );
+    const first = await prepare(0);
+    const second = await prepare(1);
+    // Both in use: apart.
+    expect(second.posts.buffer).not.toBe(first.posts.buffer);
+    expect(second.segments.buffer).not.toBe(first.segments.buffer);
+    await loader.writePage(first);
+    pools.give(first);
+    const third = await prepare(2);
+    expect(third.posts.buffer).toBe(first.posts.buffer);
+    expect(third.segments.buffer).toBe(first.segments.buffer);
+    await loader.writePage(second);
+    await loader.writePage(third);
+    expect((await loader.commitWindows([w])).rows).toBe(8);
+    const rows = await db.pool.query<{ id: string; note: string; region: string }>(
+      `SELECT p.platform_post_id::text AS id, p.note, s.value AS region
+         FROM post_reports.posts p JOIN post_reports.post_custom_segments s USING (_org, _window_start, platform_post_id)
+        WHERE p._window_start = $1 ORDER BY p.platform_post_id`,
+      [w.start],
+    );
+    expect(rows.rows).toEqual(
+      pages.flat().map((id) => ({ id: String(id), note: `note ${id} `.repeat(40), region: `r${id}` })),
+    );
+  });
+
+  it('refuses a tape whose memory was given back', async () => {
+    const w = { start: '2027-03-08', end: '2027-03-14' };
+    await loader.openWindow(w, 'retired');
+    const tape = await tapeOf(w, 1, [1]);
+    tape.retire();
+    await expect(loader.preparePage(w, { index: 0, nextPage: null, posts: tape })).rejects.toThrow(
+      /page 1 was encoded after its memory was given back/,
+    );
   });
 });
 

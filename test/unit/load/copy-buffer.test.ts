@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CopyBuffer } from '../../../src/load/copy-buffer.js';
+import { BufferPool } from '../../../src/model/buffer-pool.js';
 
 /** Any UTF-16 code units, lone surrogates included, short and past the length written natively. */
 const text = fc.oneof(
@@ -63,5 +64,18 @@ describe('CopyBuffer', () => {
     out.truncate(3);
     out.text('x');
     expect(out.done().toString()).toBe('ab\tx');
+  });
+
+  it('takes its memory from a pool, and gives back what it outgrew', () => {
+    const pool = new BufferPool(2);
+    const out = new CopyBuffer(1024, pool);
+    const first = out.done().buffer;
+    const text = 'é'.repeat(4000);
+    out.text(text);
+    expect(out.done().toString()).toBe(text);
+    expect(out.done().buffer).not.toBe(first);
+    // The buffer it outgrew is free again; the one it writes in is not.
+    expect(pool.take(1024)).toBe(first);
+    expect(pool.take(1024)).not.toBe(out.done().buffer);
   });
 });
