@@ -226,9 +226,12 @@ describe('ApiClient: a body as bytes', () => {
     });
     const all: Record<string, HandMadeBody> = {
       ...Object.fromEntries(
-        Object.entries(bodies).map(([name, { body, contentType }]) => [
+        Object.entries(bodies).map(([name, entry]) => [
           name,
-          sized(body, { 'content-type': contentType ?? 'application/json; charset=utf-8' }),
+          sized(entry.body, {
+            'content-type':
+              ('contentType' in entry && entry.contentType) || 'application/json; charset=utf-8',
+          }),
         ]),
       ),
       // Decoded by fetch: many more bytes than its content-length declares, read on into a larger buffer.
