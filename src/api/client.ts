@@ -436,7 +436,7 @@ async function readInto(
         throw tooLarge('more bytes');
       }
       if (end > into.length) {
-        const larger = Buffer.from(pool.take(2 * end));
+        const larger = Buffer.from(pool.take(Math.min(2 * end, limit)));
         into.copy(larger, 0, 0, size);
         pool.give(into);
         into = larger;

@@ -112,6 +112,18 @@ export async function lockForTransaction(db: Queryable, key: string): Promise<vo
   await db.query(lockKey, [key]);
 }
 
+/**
+ * Takes for the transaction what a window commit takes before it writes to the parents: the commit lock, then the
+ * DDL lock. DDL on one organization's partitions (a reset drops them, a rename detaches and attaches them) locks
+ * the parents, in no fixed order, and another organization's commit locks them too, posts then
+ * post_custom_segments: without this the two could each wait for the other (a deadlock) instead of one for the
+ * other.
+ */
+export async function lockParentsForTransaction(db: Queryable, schema: string): Promise<void> {
+  await lockForTransaction(db, commitLockKey(schema));
+  await lockForTransaction(db, ddlLockKey(schema));
+}
+
 /** Takes the session lock on `key`, waiting for it. */
 export async function lockForSession(db: Queryable, key: string): Promise<void> {
   await db.query(`SELECT pg_advisory_lock(${LOCK_NUMBER})`, [key]);

@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import { ConfigError } from '../errors.js';
+import { lockParentsForTransaction } from './locks.js';
 import { PARTITIONED_TABLES } from './period-partitions.js';
 import * as queries from './queries.js';
 import { orgTableName, type Scope, STATE_TABLES, scopeName } from './scope.js';
@@ -51,6 +52,7 @@ export async function renameOrganization(
   if (!(await holds(db, from))) {
     throw new ConfigError('CONFIG_INVALID', `${scopeName(from)} holds nothing to rename`);
   }
+  await lockParentsForTransaction(db, schema);
   const stages = await db.query<{ name: string }>(
     `SELECT stage_posts AS name FROM ${qualified(schema, 'stage_progress')} WHERE org = $1
      UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')} WHERE org = $1`,

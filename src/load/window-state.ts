@@ -3,6 +3,7 @@ import { ALL_FIELDS, type FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import type { LoadedWindow, Window } from '../model/window.js';
+import { lockParentsForTransaction } from './locks.js';
 import { type Scope, STATE_TABLES } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -140,6 +141,7 @@ export async function resetTarget(
   filters: Filters,
 ): Promise<ResetCounts> {
   const { schema, org } = scope;
+  await lockParentsForTransaction(db, schema);
   const counts = await db.query<{ windows: number; posts: string }>(
     `SELECT count(*)::int AS windows, COALESCE(sum(row_count), 0)::text AS posts
        FROM ${qualified(schema, 'report_windows')} WHERE org = $1 AND row_count IS NOT NULL`,

@@ -1,7 +1,9 @@
+import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { renameOrganization } from '../../../src/load/organization-rename.js';
 import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
 import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -36,6 +38,19 @@ async function holdings(org: string): Promise<string[]> {
     rows.push(...found.map((r) => r.row));
   }
   return rows;
+}
+
+/** What a session of this database waits for, once one waits on a lock (polled for up to 10 s). */
+async function lockWaitedFor(): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await db.pool.query<{ event: string }>(
+      `SELECT wait_event AS event FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    );
+    if (rows[0] !== undefined) return rows[0].event;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('no session waited on a lock');
 }
 
 async function partitions(): Promise<string[]> {
@@ -125,6 +140,47 @@ describe('organizations in one schema', () => {
     expect(await partitions()).toEqual(['posts_acme_y2026', 'posts_globex_y2026', 'posts_y2026']);
     expect([await holdings('globex'), await holdings('default')]).toEqual(others);
   });
+
+  it.each([
+    [
+      'a reset',
+      'hooli',
+      (client: pg.PoolClient) => resetTarget(client, { schema, org: 'hooli' }, target.postIdField, {}),
+    ],
+    [
+      'a rename',
+      'tyrell',
+      (client: pg.PoolClient) => renameOrganization(client, { schema, org: 'tyrell' }, 'tyrell2'),
+    ],
+  ])(
+    "%s waits for another organization's commit under way, instead of deadlocking with it",
+    async (_, org, change) => {
+      const scope: Scope = { schema, org };
+      await writeTarget(db.pool, scope, target.postIdField, {});
+      const loader = new Loader(db.pool, { ...target, org }, log.logger);
+      await load(loader, WEEK, `${org}-1`, [[post(1, {}, [seg('Region', 'West')])]]);
+      const next = { start: '2026-05-04', end: '2026-05-10' };
+      await stageAll(globex, next, `globex-${org}`, [[post(7, {}, [seg('Region', 'East')])]]);
+      let changing: Promise<unknown> | undefined;
+      let waitedFor: string | undefined;
+      await globex.commitWindows([next], undefined, {
+        // Inside the commit, holding its lock: the parents locked as its DELETE of posts locks them next.
+        verify: async (client) => {
+          await client.query(`LOCK TABLE ${schema}.posts IN ROW EXCLUSIVE MODE`);
+          changing = withTransaction(db.pool, undefined, change);
+          waitedFor = await lockWaitedFor();
+        },
+      });
+      await changing;
+      // On an advisory lock (the commit's), not on the parents: no relation lock of the commit's is held against it.
+      expect(waitedFor).toBe('advisory');
+      const { rows } = await db.pool.query<{ org: string }>(
+        `SELECT DISTINCT _org AS org FROM ${schema}.post_custom_segments WHERE _window_start = $1`,
+        [next.start],
+      );
+      expect(rows).toEqual([{ org: 'globex' }]);
+    },
+  );
 
   it('refuses a row without an organization: none is filed under the default one by accident', async () => {
     await expect(
