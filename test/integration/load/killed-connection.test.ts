@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { createPool } from '../../../src/load/database.js';
@@ -8,6 +7,7 @@ import type { MappedPost } from '../../../src/model/post-record.js';
 import type { Window } from '../../../src/model/window.js';
 import { Secret } from '../../../src/secret.js';
 import { createTestDatabase } from '../../helpers/database.js';
+import { lockWait } from '../../helpers/lock-wait.js';
 import { captureLogger, idsOf, load, post, snapshot, stagePage, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
@@ -54,15 +54,7 @@ async function killWhileBlocked(window: Window, action: () => Promise<unknown>):
       () => undefined,
       (error: unknown) => error,
     );
-    let pid: number | undefined;
-    while (pid === undefined) {
-      const waiting = await blocker.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-        [APP],
-      );
-      pid = waiting.rows[0]?.pid;
-      if (pid === undefined) await sleep(20);
-    }
+    const { pid } = await lockWait(blocker, APP);
     await blocker.query('SELECT pg_terminate_backend($1)', [pid]);
     return await outcome;
   } finally {

@@ -7,6 +7,7 @@ import { renameOrganization } from '../../../src/load/organization-rename.js';
 import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
 import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
+import { lockWait } from '../../helpers/lock-wait.js';
 import { captureLogger, load, post, stageAll, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
@@ -38,19 +39,6 @@ async function holdings(org: string): Promise<string[]> {
     rows.push(...found.map((r) => r.row));
   }
   return rows;
-}
-
-/** What a session of this database waits for, once one waits on a lock (polled for up to 10 s). */
-async function lockWaitedFor(): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await db.pool.query<{ event: string }>(
-      `SELECT wait_event AS event FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-    );
-    if (rows[0] !== undefined) return rows[0].event;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('no session waited on a lock');
 }
 
 async function partitions(): Promise<string[]> {
@@ -168,7 +156,7 @@ describe('organizations in one schema', () => {
         verify: async (client) => {
           await client.query(`LOCK TABLE ${schema}.posts IN ROW EXCLUSIVE MODE`);
           changing = withTransaction(db.pool, undefined, change);
-          waitedFor = await lockWaitedFor();
+          waitedFor = (await lockWait(db.pool)).event;
         },
       });
       await changing;

@@ -5,6 +5,7 @@ import { type DbConfig, parseConfig, type RawSettings } from '../../../src/confi
 import { isAbortError } from '../../../src/errors.js';
 import { asStoreError, createPool, withTransaction } from '../../../src/load/database.js';
 import { createTestDatabase } from '../../helpers/database.js';
+import { lockWait } from '../../helpers/lock-wait.js';
 import { startSilentServer } from '../../helpers/silent-server.js';
 import { captureLogger } from './load-fixtures.js';
 
@@ -44,18 +45,6 @@ async function holdLock(): Promise<() => Promise<void>> {
 async function deadlines(p: pg.Pool): Promise<string[]> {
   const names = ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'];
   return Promise.all(names.map((name) => show(p, name)));
-}
-
-/** Resolves once a session of the pool under test waits for a lock. */
-async function lockWaitSeen(): Promise<void> {
-  for (;;) {
-    const { rows } = await db.pool.query(
-      `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-      [APP],
-    );
-    if (rows.length > 0) return;
-    await sleep(20);
-  }
 }
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {
@@ -188,7 +177,7 @@ describe('withTransaction with a signal', () => {
           await client.query('LOCK TABLE held IN SHARE MODE');
         }),
       );
-      await lockWaitSeen();
+      await lockWait(db.pool, APP);
       controller.abort(new Error('interrupted by SIGTERM'));
       const error = await outcome;
       expect(isAbortError(error)).toBe(true);
