@@ -115,7 +115,7 @@ export function createKeyedStagePosts(
             CONSTRAINT ${pg.escapeIdentifier(stageKeyIndex(table))} PRIMARY KEY (_org, _window_start, ${id}))`;
 }
 
-/** The segments stage to createKeyedStagePosts: keyed as migration 007 keys post_custom_segments. */
+/** The segments stage to createKeyedStagePosts: keyed as migration 009 keys post_custom_segments. */
 export function createKeyedStageSegments(
   schema: string,
   table: string,
@@ -128,7 +128,7 @@ export function createKeyedStageSegments(
 
 export function createStageSegmentsKey(schema: string, table: string, postId: string): string {
   return `CREATE UNIQUE INDEX ${pg.escapeIdentifier(stageKeyIndex(table))} ON ${qualified(schema, table)}
-            (_org, _window_start, ${pg.escapeIdentifier(postId)}, md5(name), md5(value))`;
+            (_org, _window_start, ${pg.escapeIdentifier(postId)}, hashtextextended(name, 0), hashtextextended(value, 0))`;
 }
 
 /** The index on the post id alone that both tables' partitions have (migration 005). */

@@ -89,14 +89,14 @@ it('keeps every row and window record, asks the API for nothing, and reloads and
     [`${SCHEMA}.posts`, `${SCHEMA}.post_custom_segments`],
   );
   expect(keys.rows.map((r) => r.def)).toEqual(['PRIMARY KEY (_org, _window_start, platform_post_id)']);
-  // The segments are keyed by the digests of their name and value (migration 007), so that any length fits.
+  // The segments are keyed by hashes of their name and value (migrations 007 and 009), so that any length fits.
   const segmentKey = await db.pool.query<{ def: string }>(
     `SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index
       WHERE indrelid = to_regclass($1) AND indisunique`,
     [`${SCHEMA}.post_custom_segments`],
   );
   expect(segmentKey.rows.map((r) => r.def.replace(/^.* USING btree /, ''))).toEqual([
-    '(_org, _window_start, platform_post_id, md5(name), md5(value))',
+    '(_org, _window_start, platform_post_id, hashtextextended(name, (0)::bigint), hashtextextended(value, (0)::bigint))',
   ]);
   expect(await exact(FROM, TO)).toEqual([]);
 

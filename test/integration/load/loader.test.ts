@@ -71,7 +71,7 @@ describe('window-atomic loads', () => {
     const w = { start: '2026-01-15', end: '2026-01-21' };
     await load(loader, w, 'p1', [windowPosts([7, 8], 'p')]);
     await load(loader, w, 'p2', [windowPosts([9], 'p')]);
-    // posts by their primary key, segments by a unique index on the digests of name and value (migration 007).
+    // posts by their primary key, segments by a unique index on hashes of name and value (migration 009).
     const tables = await db.pool.query<{ name: string; parent: string | null; keyed: boolean }>(
       `SELECT c.relname AS name, p.relname AS parent,
               EXISTS (SELECT 1 FROM pg_index x WHERE x.indrelid = c.oid AND x.indisunique) AS keyed

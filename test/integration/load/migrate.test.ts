@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ const ALL = [
   '006_report_age.sql',
   '007_segment_value_hash_key.sql',
   '008_organizations.sql',
+  '009_segment_key_hash.sql',
 ];
 
 describe('migrate', () => {
@@ -147,7 +149,7 @@ describe('migrate', () => {
       CREATE UNLOGGED TABLE before_orgs.stage_20260112_20260118_posts (_seq bigint, platform_post_id bigint);
       CREATE UNLOGGED TABLE before_orgs.stage_20260112_20260118_segments (_seq bigint, platform_post_id bigint);
     `);
-    expect((await migrate(db.pool, target, logger)).applied).toEqual(['008_organizations.sql']);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(ALL.slice(7));
     const orgs = await db.pool.query(
       `SELECT (SELECT array_agg(org) FROM before_orgs.sync_state) AS targets,
               (SELECT array_agg(org ORDER BY window_start) FROM before_orgs.report_windows) AS windows,
@@ -172,6 +174,69 @@ describe('migrate', () => {
         `INSERT INTO before_orgs.report_windows (window_start, window_end, filters) VALUES ('2026-02-02', '2026-02-08', '{}')`,
       ),
     ).rejects.toThrow(/null value in column "org"/);
+  });
+
+  it('keys the segments of an 008 schema, and a keyed stage in progress, by hashes: rows kept, repeats refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    for (const file of ALL.slice(0, 8)) await cp(join('migrations', file), join(dir, file));
+    const target = { schema: 'segment_hashes', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    // A value far over the btree's limit for an index row, which the md5 key took: incompressible, so no luck helps it.
+    const long = randomBytes(6000).toString('hex');
+    await db.pool.query(
+      `CREATE TABLE segment_hashes.post_custom_segments_y2026 PARTITION OF segment_hashes.post_custom_segments
+         FOR VALUES FROM ('default', '2026-01-01') TO ('default', '2027-01-01');
+       INSERT INTO segment_hashes.stage_progress (org, window_start, window_end, report_id, stage_posts, stage_segments)
+         VALUES ('default', '2026-03-02', '2026-03-08', 'r1', 'keyed_posts', 'keyed_segments'),
+                ('default', '2026-03-09', '2026-03-15', 'r2', 'plain_posts', 'plain_segments');
+       CREATE TABLE segment_hashes.keyed_segments (_org text NOT NULL, _window_start date NOT NULL,
+         platform_post_id bigint NOT NULL, name text NOT NULL, value text NOT NULL);
+       CREATE UNIQUE INDEX keyed_segments_key ON segment_hashes.keyed_segments
+         (_org, _window_start, platform_post_id, md5(name), md5(value));
+       CREATE TABLE segment_hashes.plain_segments (LIKE segment_hashes.keyed_segments);`,
+    );
+    await db.pool.query(
+      `INSERT INTO segment_hashes.post_custom_segments (_org, _window_start, platform_post_id, name, value)
+         VALUES ('default', '2026-01-05', 1, 'Region', 'North'), ('default', '2026-01-05', 1, 'Region', $1)`,
+      [long],
+    );
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(['009_segment_key_hash.sql']);
+    const keys = await db.pool.query<{ table: string; def: string }>(
+      `SELECT x.indrelid::regclass::text AS table, regexp_replace(pg_get_indexdef(x.indexrelid), '^.* USING btree ', '') AS def
+         FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+        WHERE c.relnamespace = 'segment_hashes'::regnamespace AND x.indisunique
+          AND c.relname IN ('post_custom_segments', 'post_custom_segments_y2026', 'keyed_segments', 'plain_segments')
+        ORDER BY 1`,
+    );
+    const hashed =
+      '(_org, _window_start, platform_post_id, hashtextextended(name, (0)::bigint), hashtextextended(value, (0)::bigint))';
+    expect(keys.rows).toEqual([
+      { table: 'segment_hashes.keyed_segments', def: hashed },
+      { table: 'segment_hashes.post_custom_segments', def: hashed },
+      { table: 'segment_hashes.post_custom_segments_y2026', def: hashed },
+    ]);
+    // The partition's key is attached to the parent's: a stage keyed the same way is attached as a partition.
+    const names = await db.pool.query<{ name: string; attached: boolean }>(
+      `SELECT x.indexrelid::regclass::text AS name, EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = x.indexrelid) AS attached
+         FROM pg_index x WHERE x.indrelid = 'segment_hashes.post_custom_segments_y2026'::regclass ORDER BY 1`,
+    );
+    expect(names.rows.map((r) => r.attached)).toEqual([true, true]);
+    const kept = await db.pool.query<{ value: string }>(
+      'SELECT value FROM segment_hashes.post_custom_segments ORDER BY length(value)',
+    );
+    expect(kept.rows.map((r) => r.value)).toEqual(['North', long]);
+    await expect(
+      db.pool.query(
+        `INSERT INTO segment_hashes.post_custom_segments (_org, _window_start, platform_post_id, name, value)
+           VALUES ('default', '2026-01-05', 1, 'Region', $1)`,
+        [long],
+      ),
+    ).rejects.toThrow(/duplicate key value violates unique constraint/);
+    await db.pool.query(
+      `INSERT INTO segment_hashes.post_custom_segments (_org, _window_start, platform_post_id, name, value)
+         VALUES ('default', '2026-01-05', 1, 'Region', $1), ('default', '2026-01-05', 2, 'Region', 'North')`,
+      [`${long}!`],
+    );
   });
 
   it('moves a history of several years into the one partition of period none', async () => {
