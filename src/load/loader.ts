@@ -24,6 +24,7 @@ import {
   type PreparedPage,
   preparePage,
   type StagedPage,
+  type StageShape,
   writePage,
 } from './staging.js';
 import type { CopyPools } from './tape-encoding.js';
@@ -79,10 +80,17 @@ export class Loader {
   /**
    * The second half: in ONE transaction, the stage's columns, the COPY of posts and segments, and the progress
    * (page index + next_page token), so that stage and progress agree. A page already staged is skipped (a retry
-   * after a lost acknowledgement), a gap is a StoreError.
+   * after a lost acknowledgement), a gap is a StoreError. `stage`: what writing the page before in the same
+   * attempt returned; while the stage is as that page left it, the page's statements are pipelined (three round
+   * trips instead of eight). Returns the stage
+   * as this page leaves it (undefined when it was already staged).
    */
-  writePage(prepared: PreparedPage, signal?: AbortSignal): Promise<void> {
-    return writePage(this.#context, prepared, signal);
+  writePage(
+    prepared: PreparedPage,
+    signal?: AbortSignal,
+    stage?: StageShape,
+  ): Promise<StageShape | undefined> {
+    return writePage(this.#context, prepared, signal, stage);
   }
 
   /**

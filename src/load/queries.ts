@@ -237,6 +237,21 @@ export function advancePage(schema: string): string {
            WHERE org = $6 AND window_start = $1 AND window_end = $2`;
 }
 
+/**
+ * advancePage, only for the page next in line of the stage the writer knows ($7 its report id, $8 its posts
+ * stage): 1 row when the page was next, else none (see writePage).
+ */
+export function advancePageInLine(schema: string): string {
+  return `WITH advanced AS (
+            UPDATE ${qualified(schema, 'stage_progress')}
+               SET pages_staged = $3, next_page = $4, rows_staged = rows_staged + $5, updated_at = now()
+             WHERE org = $6 AND window_start = $1 AND window_end = $2 AND pages_staged = $3 - 1
+               AND next_page IS NOT NULL AND report_id = $7 AND stage_posts = $8
+            RETURNING 1)
+          UPDATE ${qualified(schema, 'report_windows')} SET pages_staged = $3, updated_at = now()
+           WHERE org = $6 AND window_start = $1 AND window_end = $2 AND EXISTS (SELECT FROM advanced)`;
+}
+
 /** $1 start, $2 end, $3 report id, $4 stage posts, $5 stage segments, $6 the organization. */
 export function resetProgress(schema: string): string {
   return `INSERT INTO ${qualified(schema, 'stage_progress')}

@@ -27,6 +27,7 @@ import {
   stageNames,
   toProgress,
 } from './stage-progress.js';
+import { type PipelineStatement, StatementPipeline } from './statement-pipeline.js';
 import { qualified } from './table-names.js';
 import { type CopyPools, type EncodedPage, encodeTape } from './tape-encoding.js';
 import { recordPagesStaged, recordStageReport } from './window-state.js';
@@ -248,40 +249,37 @@ async function evolveFor(
   return { fields: plan.fields, registry };
 }
 
+/** What a window's writer knows of its stage from the page it wrote before (see writePage). */
+export interface StageShape {
+  readonly reportId: string;
+  readonly posts: string;
+  readonly segments: string;
+  /** The posts stage's columns and their SQL types. */
+  readonly columns: ReadonlyMap<string, string>;
+}
+
 /** See Loader.writePage. */
 export async function writePage(
   context: LoadContext,
   prepared: PreparedPage,
   signal?: AbortSignal,
-): Promise<void> {
+  known?: StageShape,
+): Promise<StageShape | undefined> {
   const { window, index } = prepared;
   const place = { window: windowLabel(window), page: index + 1 };
   try {
     signal?.throwIfAborted();
-    const stage = () =>
-      withTransaction(context.pool, { signal, begin: queries.beginStagingPage }, async (client) => {
-        const found = await lockProgressForPage(client, context.scope, window);
-        if (!nextInLine(found?.row, prepared)) return false;
-        await copyPage(client, context, found!.row, found!.stageColumns, prepared, signal);
-        return true;
-      });
-    let staged: boolean;
-    try {
-      staged = await stage();
-    } catch (error) {
-      // Only a keyed stage has a key to violate (createStage): the report repeats a post id, and the commit
-      // keeps its last occurrence, as it does for any stage.
-      if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
-      await unkey(context, window, signal);
-      context.logger.debug(
-        { ...place },
-        'a post id repeated within the report: the stage is no longer keyed',
-      );
-      staged = await stage();
-    }
-    if (!staged) {
-      context.logger.debug({ ...place }, 'page already staged: skipped');
-      return;
+    let shape = known;
+    const pipelined =
+      known !== undefined &&
+      fits(known, prepared) &&
+      (await stagedPipelined(context, prepared, known, signal));
+    if (!pipelined) {
+      shape = await stageCarefully(context, prepared, signal);
+      if (shape === undefined) {
+        context.logger.debug({ ...place }, 'page already staged: skipped');
+        return undefined;
+      }
     }
     if (prepared.nulReplaced > 0) {
       context.logger.warn({ ...place, count: prepared.nulReplaced }, 'NUL characters replaced by U+FFFD');
@@ -292,11 +290,118 @@ export async function writePage(
         'lone surrogates replaced by U+FFFD',
       );
     }
-    context.logger.debug({ ...place, posts: prepared.rows }, 'page staged');
+    context.logger.debug({ ...place, posts: prepared.rows, pipelined }, 'page staged');
+    return shape;
   } catch (error) {
     throw asStoreError(`staging window ${windowLabel(window)} page ${index + 1}`, error);
   }
 }
+
+/**
+ * The page with its stage's progress read and locked first, its columns aligned, then its COPYs and progress:
+ * undefined for a page already staged, else the stage as the page leaves it.
+ */
+async function stageCarefully(
+  context: LoadContext,
+  prepared: PreparedPage,
+  signal: AbortSignal | undefined,
+): Promise<StageShape | undefined> {
+  const { window, index } = prepared;
+  const stage = () =>
+    withTransaction(context.pool, { signal, begin: queries.beginStagingPage }, async (client) => {
+      const found = await lockProgressForPage(client, context.scope, window);
+      if (!nextInLine(found?.row, prepared)) return undefined;
+      const { row, stageColumns } = found!;
+      const columns = await copyPage(client, context, row, stageColumns, prepared, signal);
+      return { reportId: row.report_id, posts: row.stage_posts, segments: row.stage_segments, columns };
+    });
+  try {
+    return await stage();
+  } catch (error) {
+    // Only a keyed stage has a key to violate (createStage): the report repeats a post id, and the commit
+    // keeps its last occurrence, as it does for any stage.
+    if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
+    await unkey(context, window, signal);
+    context.logger.debug(
+      { window: windowLabel(window), page: index + 1 },
+      'a post id repeated within the report: the stage is no longer keyed',
+    );
+    return await stage();
+  }
+}
+
+/** Whether the stage has every column of the page, typed as the page's values are staged. */
+function fits(known: StageShape, prepared: PreparedPage): boolean {
+  return prepared.columns.every((c, i) => known.columns.get(c.column) === prepared.stageTypes[i]);
+}
+
+/**
+ * What the stage's data or shape refused (a data exception, a key, a column or table missing): the careful way
+ * tells them apart. Any other failure (a lost connection, a timeout, a cancel) is the write's.
+ */
+const CAREFUL_STATES = /^(22|23|42)/;
+
+/**
+ * The page into the stage as the page before left it, its statements sent together (StatementPipeline: BEGIN,
+ * them, COMMIT: three round trips where the careful way takes eight): its progress advanced only if it is next in
+ * line, then its COPYs, committed only if it was. False, having written nothing,
+ * when it was not or the stage refused its rows: stageCarefully then tells a page already staged, a gap, another
+ * report's stage, a column changed since or a repeated post id apart.
+ */
+async function stagedPipelined(
+  context: LoadContext,
+  prepared: PreparedPage,
+  known: StageShape,
+  signal: AbortSignal | undefined,
+): Promise<boolean> {
+  const { schema, postIdField } = context.target;
+  const { window, index } = prepared;
+  const statements: PipelineStatement[] = [
+    {
+      sql: queries.advancePageInLine(schema),
+      values: [
+        window.start,
+        window.end,
+        index + 1,
+        prepared.nextPage,
+        prepared.rows,
+        context.scope.org,
+        prepared.reportId ?? known.reportId,
+        known.posts,
+      ],
+    },
+  ];
+  if (prepared.posts.length > 0) {
+    const names = prepared.columns.map((c) => c.column);
+    statements.push({
+      copy: queries.copyStagePosts(schema, known.posts, postIdField, names),
+      data: prepared.posts,
+    });
+  }
+  if (prepared.segments.length > 0) {
+    statements.push({
+      copy: queries.copyStageSegments(schema, known.segments, postIdField),
+      data: prepared.segments,
+    });
+  }
+  try {
+    await withTransaction(context.pool, { signal, begin: queries.beginStagingPage }, async (client) => {
+      const pipeline = new StatementPipeline(statements);
+      client.query(pipeline);
+      const [advanced] = await pipeline.done;
+      // Rolled back: the COPYs went in behind an advance that did not happen.
+      if (advanced !== 1) throw notInLine();
+    });
+    return true;
+  } catch (error) {
+    if (isNotInLine(error) || CAREFUL_STATES.test(sqlState(error) ?? '')) return false;
+    throw error;
+  }
+}
+
+const NOT_IN_LINE = 'the page is not next in line of the stage as its writer knew it';
+const notInLine = (): Error => new Error(NOT_IN_LINE);
+const isNotInLine = (error: unknown): boolean => error instanceof Error && error.message === NOT_IN_LINE;
 
 async function unkey(context: LoadContext, window: Window, signal?: AbortSignal): Promise<void> {
   const { scope } = context;
@@ -330,6 +435,7 @@ function nextInLine(row: ProgressRow | undefined, prepared: PreparedPage): row i
   return true;
 }
 
+/** Returns the posts stage's columns after the page. */
 async function copyPage(
   client: pg.PoolClient,
   context: LoadContext,
@@ -337,7 +443,7 @@ async function copyPage(
   have: ReadonlyMap<string, string>,
   prepared: PreparedPage,
   signal?: AbortSignal,
-): Promise<void> {
+): Promise<Map<string, string>> {
   const { schema, postIdField } = context.target;
   const { window, index, columns } = prepared;
   // The stage's columns follow posts: added when a page first needs them, retyped when posts widened.
@@ -364,6 +470,7 @@ async function copyPage(
     prepared.rows,
     context.scope.org,
   ]);
+  return new Map([...have, ...want]);
 }
 
 async function stageExists(client: pg.PoolClient, schema: string, row: ProgressRow): Promise<boolean> {

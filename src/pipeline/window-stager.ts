@@ -6,6 +6,7 @@ import { createReport, waitForReport } from '../extract/report.js';
 import { ReportReadiness } from '../extract/report-readiness.js';
 import { waitForDatabase } from '../load/database.js';
 import type { Registry } from '../load/schema-evolution.js';
+import type { StageShape } from '../load/staging.js';
 import { CopyPools } from '../load/tape-encoding.js';
 import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
 import type { Logger } from '../logger.js';
@@ -228,6 +229,8 @@ export class WindowStager {
     let writing: Promise<void> | undefined;
     // Each page is planned against the columns of posts the one before saw (Loader.preparePage).
     let registry: Registry | undefined;
+    // And written into the stage as the one before left it (Loader.writePage).
+    let stage: StageShape | undefined;
     const pools = new CopyPools();
     try {
       for await (const page of pages) {
@@ -248,7 +251,8 @@ export class WindowStager {
         const rows = mapped.length;
         const index = page.index;
         const bytes = page.bytes;
-        writing = loader.writePage(prepared, watchdog.signal).then(() => {
+        writing = loader.writePage(prepared, watchdog.signal, stage).then((written) => {
+          stage = written;
           // Written: the next page but one encodes into its memory. A failed write keeps it (its socket may still
           // be sending it).
           pools.give(prepared);

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Loader } from '../../../src/load/loader.js';
 import type { Target } from '../../../src/load/migrate.js';
-import type { StagedPage } from '../../../src/load/staging.js';
+import type { StagedPage, StageShape } from '../../../src/load/staging.js';
 import { createLogger, type Logger } from '../../../src/logger.js';
 import type { CustomSegment, FieldValue, MappedPost } from '../../../src/model/post-record.js';
 import type { Window } from '../../../src/model/window.js';
@@ -38,7 +38,10 @@ export async function stagePage(
   await loader.writePage(await loader.preparePage(window, page, signal), signal);
 }
 
-/** Opens a window for a report and stages `pages` in order, then returns. */
+/**
+ * Opens a window for a report and stages `pages` in order, then returns. Each page is written into the stage as
+ * the one before left it, as a run writes them (pipelined while its columns fit).
+ */
 export async function stageAll(
   loader: Loader,
   window: Window,
@@ -46,12 +49,10 @@ export async function stageAll(
   pages: ReadonlyArray<readonly MappedPost[]>,
 ): Promise<void> {
   const progress = await loader.openWindow(window, reportId);
+  let stage: StageShape | undefined;
   for (let i = progress.pagesStaged; i < pages.length; i++) {
-    await stagePage(loader, window, {
-      index: i,
-      nextPage: i + 1 < pages.length ? `page-${i + 1}` : null,
-      posts: pages[i]!,
-    });
+    const page = { index: i, nextPage: i + 1 < pages.length ? `page-${i + 1}` : null, posts: pages[i]! };
+    stage = await loader.writePage(await loader.preparePage(window, page), undefined, stage);
   }
 }
 

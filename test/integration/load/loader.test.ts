@@ -4,6 +4,7 @@ import { DataError, StoreError } from '../../../src/errors.js';
 import { decodePage } from '../../../src/extract/page-decoder.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { stageNames } from '../../../src/load/stage-progress.js';
 import { CopyPools } from '../../../src/load/tape-encoding.js';
 import type { PageTape } from '../../../src/model/page-tape.js';
 import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/model/post-record.js';
@@ -452,6 +453,116 @@ describe('window-atomic loads', () => {
       { id: '2', m: null, other_new: null, note: 'p0' },
       { id: '3', m: '7', other_new: 'x', note: 'p1' },
     ]);
+  });
+});
+
+describe('pipelined pages', () => {
+  /** How each page of the window was written: pipelined (true) or the careful way, by page. */
+  function ways(w: Window): Record<number, boolean> {
+    const label = `${w.start}..${w.end}`;
+    return Object.fromEntries(
+      log
+        .lines()
+        .filter((l) => l.msg === 'page staged' && l.window === label)
+        .map((l) => [l.page as number, l.pipelined as boolean]),
+    );
+  }
+
+  /** The rows of the window's two stage tables, before its commit. */
+  async function staged(w: Window): Promise<{ posts: string[]; segments: string[] }> {
+    const names = stageNames('default', w);
+    const posts = await db.pool.query<{ id: string }>(
+      `SELECT platform_post_id::text AS id FROM post_reports.${names.posts} ORDER BY _seq, 1`,
+    );
+    const segments = await db.pool.query<{ v: string }>(
+      `SELECT platform_post_id || ':' || value AS v FROM post_reports.${names.segments} ORDER BY 1`,
+    );
+    return { posts: posts.rows.map((r) => r.id), segments: segments.rows.map((r) => r.v) };
+  }
+
+  it('pipelines a page into the stage as the page before left it, else writes it the careful way', async () => {
+    // A period no window opened yet: the stage is keyed, so a repeated post id fails its key.
+    const w = { start: '2043-02-02', end: '2043-02-08' };
+    await load(loader, w, 'trips', [
+      windowPosts([1, 2], 'p0'),
+      windowPosts([3], 'p1'),
+      // A new column: the stage lacks it.
+      [post(4, { trip_metric: 7 }, [seg('Region', 'West')])],
+      windowPosts([5], 'p3'),
+      // Post 1 again: the keyed stage refuses it, and the careful way unkeys it.
+      [post(1, { note: 'last' }, [seg('Region', 'East')])],
+    ]);
+    expect(ways(w)).toEqual({ 1: false, 2: true, 3: false, 4: true, 5: false });
+    const rows = await db.pool.query(
+      `SELECT platform_post_id::text AS id, note, trip_metric::text AS m FROM post_reports.posts
+        WHERE _window_start = $1 ORDER BY 1`,
+      [w.start],
+    );
+    expect(rows.rows).toEqual([
+      { id: '1', note: 'last', m: null },
+      { id: '2', note: 'p0', m: null },
+      { id: '3', note: 'p1', m: null },
+      { id: '4', note: null, m: '7' },
+      { id: '5', note: 'p3', m: null },
+    ]);
+    const segments = await db.pool.query(
+      `SELECT platform_post_id::text AS id, value FROM post_reports.post_custom_segments
+        WHERE _window_start = $1 AND name = 'Region' ORDER BY 1`,
+      [w.start],
+    );
+    expect(segments.rows).toEqual([
+      { id: '1', value: 'East' },
+      { id: '2', value: 'South' },
+      { id: '3', value: 'North' },
+      { id: '4', value: 'West' },
+      { id: '5', value: 'North' },
+    ]);
+  });
+
+  it('rolls back the pipeline of a page already staged (a lost acknowledgement): skipped, no row twice', async () => {
+    // A period already loaded: the stage has no key, so only the rollback keeps a row from going in twice.
+    const w = { start: '2026-12-07', end: '2026-12-13' };
+    await load(loader, w, 'before', [windowPosts([9], 'x')]);
+    await loader.openWindow(w, 'again');
+    const first = await loader.preparePage(w, { index: 0, nextPage: 'a1', posts: windowPosts([1, 2], 'p0') });
+    const stage = await loader.writePage(first);
+    const second = await loader.preparePage(w, { index: 1, nextPage: 'a2', posts: windowPosts([3], 'p1') });
+    expect(await loader.writePage(second, undefined, stage)).toEqual(stage);
+    const before = await staged(w);
+    expect(await loader.writePage(second, undefined, stage)).toBeUndefined();
+    expect(await staged(w)).toEqual(before);
+    expect(before.posts).toEqual(['1', '2', '3']);
+    expect(await loader.openWindow(w, 'again')).toMatchObject({
+      pagesStaged: 2,
+      nextPage: 'a2',
+      rowsStaged: 3,
+    });
+    expect(log.lines().some((l) => l.msg === 'page already staged: skipped' && l.page === 2)).toBe(true);
+  });
+
+  it('refuses, pipelined too, a page of a report whose stage another process replaced', async () => {
+    const w = { start: '2026-12-14', end: '2026-12-20' };
+    await loader.openWindow(w, 'rep-a');
+    const first = await loader.preparePage(w, {
+      index: 0,
+      nextPage: 'a1',
+      posts: windowPosts([1], 'a'),
+      reportId: 'rep-a',
+    });
+    const stage = await loader.writePage(first);
+    const other = new Loader(db.pool, target, log.logger);
+    await other.openWindow(w, 'rep-b');
+    await stagePage(other, w, { index: 0, nextPage: 'b1', posts: windowPosts([5], 'b'), reportId: 'rep-b' });
+    const second = await loader.preparePage(w, {
+      index: 1,
+      nextPage: null,
+      posts: windowPosts([2], 'a'),
+      reportId: 'rep-a',
+    });
+    await expect(loader.writePage(second, undefined, stage)).rejects.toThrow(
+      /its stage is now report rep-b's, not rep-a's: page 2 is not staged/,
+    );
+    expect((await staged(w)).posts).toEqual(['5']);
   });
 });
 
