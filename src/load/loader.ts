@@ -82,8 +82,7 @@ export class Loader {
    * (page index + next_page token), so that stage and progress agree. A page already staged is skipped (a retry
    * after a lost acknowledgement), a gap is a StoreError. `stage`: what writing the page before in the same
    * attempt returned; while the stage is as that page left it, the page's statements are pipelined (three round
-   * trips instead of eight). Returns the stage
-   * as this page leaves it (undefined when it was already staged).
+   * trips instead of eight). Returns the stage as this page leaves it (undefined when it was already staged).
    */
   writePage(
     prepared: PreparedPage,
