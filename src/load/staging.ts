@@ -355,20 +355,10 @@ async function stagedPipelined(
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
   const { schema, postIdField } = context.target;
-  const { window, index } = prepared;
   const statements: PipelineStatement[] = [
     {
       sql: queries.advancePageInLine(schema),
-      values: [
-        window.start,
-        window.end,
-        index + 1,
-        prepared.nextPage,
-        prepared.rows,
-        context.scope.org,
-        prepared.reportId ?? known.reportId,
-        known.posts,
-      ],
+      values: [...advanceValues(context, prepared), prepared.reportId ?? known.reportId, known.posts],
     },
   ];
   if (prepared.posts.length > 0) {
@@ -445,7 +435,7 @@ async function copyPage(
   signal?: AbortSignal,
 ): Promise<Map<string, string>> {
   const { schema, postIdField } = context.target;
-  const { window, index, columns } = prepared;
+  const { columns } = prepared;
   // The stage's columns follow posts: added when a page first needs them, retyped when posts widened.
   const want = columns.map((column, i) => [column.column, prepared.stageTypes[i]!] as const);
   await alignColumns(client, schema, row.stage_posts, have, want);
@@ -462,15 +452,14 @@ async function copyPage(
     prepared.segments,
     signal,
   );
-  await client.query(queries.advancePage(schema), [
-    window.start,
-    window.end,
-    index + 1,
-    prepared.nextPage,
-    prepared.rows,
-    context.scope.org,
-  ]);
+  await client.query(queries.advancePage(schema), advanceValues(context, prepared));
   return new Map([...have, ...want]);
+}
+
+/** The parameters of advancePage (and the first six of advancePageInLine) for a page written. */
+function advanceValues(context: LoadContext, prepared: PreparedPage): (string | number | null)[] {
+  const { window, index } = prepared;
+  return [window.start, window.end, index + 1, prepared.nextPage, prepared.rows, context.scope.org];
 }
 
 async function stageExists(client: pg.PoolClient, schema: string, row: ProgressRow): Promise<boolean> {
