@@ -13,7 +13,7 @@
  * Wall time runs from the first spawn to the last process's exit. Every process must exit 0, and the windows the
  * processes loaded must add up to the range with no post loaded twice.
  */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -228,6 +228,7 @@ async function measure(
   logDir: string | undefined,
 ): Promise<MeasurementRun> {
   await dropSchema(context, schema);
+  if (logDir !== undefined) mkdirSync(logDir, { recursive: true });
   const sim = await startSimulatorChild(simulator);
   try {
     // Info: the lines the phases are timed by. Every side of every figure logs the same.

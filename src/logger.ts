@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { type DestinationStream, type Logger, pino } from 'pino';
-import { build as prettyStream } from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import { isConnectionLoss } from './errors.js';
 
 export type { Logger } from 'pino';
@@ -32,7 +33,9 @@ const REDACT_PATHS = [
  * CLI exits.
  */
 export function prettyDestination(destination: number | NodeJS.WritableStream): DestinationStream {
-  return prettyStream({
+  // Required here, not imported: only a person's terminal needs it, and a scheduled run starts without its code.
+  const { build } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+  return build({
     destination,
     sync: true,
     colorize: true,

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { BufferPool } from '../model/buffer-pool.js';
 import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
+import { type HttpAnswer, HttpTransport } from './http-transport.js';
 import { retryAfterMs } from './retry-after.js';
 import { backoffMs, isRetryable } from './retry-policy.js';
 import { asBuffer, withoutBom } from './utf8.js';
@@ -84,6 +85,7 @@ export class ApiClient {
   readonly #config: ApiConfig;
   readonly #logger: Logger;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
+  readonly #transport = new HttpTransport();
 
   constructor(config: ApiConfig, logger: Logger, options: ApiClientOptions = {}) {
     this.#config = config;
@@ -192,20 +194,20 @@ export class ApiClient {
     let utf8: Buffer | undefined;
     let status: number;
     let length: number;
-    let response: Response;
+    let response: HttpAnswer;
     try {
-      response = await fetch(url, {
+      // A redirect is an answer, never followed: it would carry the token to wherever it points.
+      response = await this.#transport.send({
         method,
+        url,
         headers,
-        // A redirect would carry the token to wherever it points: refuse it instead.
-        redirect: 'manual',
         signal: combined,
         ...(body !== undefined ? { body } : {}),
       });
       status = response.status;
       bytes = await this.readBody(response, endpoint, bodies);
       length = bytes.byteLength;
-      const contentType = response.headers.get('content-type');
+      const contentType = response.header('content-type') ?? null;
       // An error answer is read for its message: as text.
       if (asBytes && status >= 200 && status <= 299) utf8 = this.validUtf8(bytes, contentType);
       if (utf8 === undefined) text = this.decode(bytes, contentType, endpoint, status);
@@ -221,8 +223,7 @@ export class ApiClient {
       { endpoint, status, attempt, ms: Math.round(performance.now() - started), bytes: length },
       'response',
     );
-    if (status < 200 || status > 299)
-      throw this.httpError(endpoint, status, response.headers, text!, attempt);
+    if (status < 200 || status > 299) throw this.httpError(endpoint, status, response, text!, attempt);
     return { endpoint, status, text, utf8, length };
   }
 
@@ -240,33 +241,29 @@ export class ApiClient {
    * The body's bytes, refused without reading the rest as soon as they pass the limit (a declared length beyond it
    * is refused before reading any): a body that never ends would otherwise fill the memory until the timeout.
    */
-  private async readBody(response: Response, endpoint: string, bodies?: BufferPool): Promise<Uint8Array> {
+  private async readBody(response: HttpAnswer, endpoint: string, bodies?: BufferPool): Promise<Uint8Array> {
     const limit = this.#config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const tooLarge = (size: string) =>
       new DataError(
         'PAGE_MALFORMED',
         `${endpoint} answered ${response.status} with a body of ${size}, more than the ${limit} bytes read (${SETTINGS.maxResponseBytes.env}): refused without reading the rest`,
       );
-    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    const declared = Number(response.header('content-length') ?? Number.NaN);
     if (declared > limit) {
-      await response.body?.cancel().catch(() => {});
+      response.cancel();
       throw tooLarge(`${declared} bytes`);
     }
-    if (response.body === null) return new Uint8Array(0);
-    const reader = response.body.getReader();
     // Read into memory of the pool's: no list of chunks to join, and no page-sized buffer left for V8 to collect.
-    if (bodies !== undefined && declared > 0) return readInto(reader, bodies, declared, limit, tooLarge);
-    const chunks: Uint8Array[] = [];
+    if (bodies !== undefined && declared > 0) return readInto(response, bodies, declared, limit, tooLarge);
+    const chunks: Buffer[] = [];
     let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
       if (size > limit) {
-        await reader.cancel().catch(() => {});
+        response.cancel();
         throw tooLarge('more bytes');
       }
-      chunks.push(value);
+      chunks.push(chunk);
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
   }
@@ -337,14 +334,14 @@ export class ApiClient {
   private httpError(
     endpoint: string,
     status: number,
-    headers: Headers,
+    response: HttpAnswer,
     text: string,
     attempt: number,
   ): HttpError {
     const body = this.scrub(oneLine(text, MAX_BODY_IN_MESSAGE));
     let detail = body === '' ? '(empty body)' : body;
     if (status >= 300 && status < 400) {
-      const location = this.scrub(oneLine(headers.get('location') ?? '(no location)', 200));
+      const location = this.scrub(oneLine(response.header('location') ?? '(no location)', 200));
       detail = `a redirect to ${location}, not followed so that the token stays with the configured host`;
     }
     const what = isTokenRejection(status)
@@ -354,7 +351,7 @@ export class ApiClient {
       status,
       endpoint,
       body,
-      retryAfterMs: retryAfterMs(headers.get('retry-after'), Date.now()),
+      retryAfterMs: retryAfterMs(response.header('retry-after'), Date.now()),
     });
   }
 
@@ -418,7 +415,7 @@ function countEncodedReplacements(bytes: Uint8Array): number {
  * back.
  */
 async function readInto(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
+  response: HttpAnswer,
   pool: BufferPool,
   declared: number,
   limit: number,
@@ -427,12 +424,10 @@ async function readInto(
   let into = Buffer.from(pool.take(declared));
   let size = 0;
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return into.subarray(0, size);
+    for await (const value of response.body) {
       const end = size + value.byteLength;
       if (end > limit) {
-        await reader.cancel().catch(() => {});
+        response.cancel();
         throw tooLarge('more bytes');
       }
       if (end > into.length) {
@@ -444,6 +439,7 @@ async function readInto(
       into.set(value, size);
       size = end;
     }
+    return into.subarray(0, size);
   } catch (error) {
     pool.give(into);
     throw error;

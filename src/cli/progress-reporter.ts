@@ -1,6 +1,5 @@
 import type { Logger } from '../logger.js';
 import type { ProgressEvent } from '../pipeline/run-summary.js';
-import { LiveProgress } from './live-progress.js';
 import { ProgressLog } from './progress-log.js';
 
 /** A run's progress output: a live bar on a terminal, periodic `progress` log lines otherwise. */
@@ -14,16 +13,17 @@ export interface ProgressReporter {
 
 /**
  * Chooses the live bar when `stderr` is a terminal, and the log line every `intervalMs` otherwise; nothing at
- * all when `quiet`.
+ * all when `quiet`. The bar's code loads only for a terminal: a scheduled run starts without it.
  */
-export function createProgressReporter(
+export async function createProgressReporter(
   stderr: NodeJS.WritableStream,
   intervalMs: number,
   quiet = false,
-): ProgressReporter {
+): Promise<ProgressReporter> {
   if (quiet) return { logSink: undefined, start: () => () => {}, stop: () => {} };
   const tty = (stderr as Partial<NodeJS.WriteStream>).isTTY === true;
   if (tty) {
+    const { LiveProgress } = await import('./live-progress.js');
     const live = new LiveProgress(stderr as NodeJS.WriteStream);
     return { logSink: live.logSink, start: () => live.onProgress, stop: () => live.stop() };
   }

@@ -4,7 +4,6 @@ import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
 import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
-import { confirmReset } from './reset-confirm.js';
 import {
   classify,
   closingSentence,
@@ -62,7 +61,7 @@ export async function runWithProgress(
   const started = Date.now();
   const signal = io.signal;
   const quiet = options.quiet ?? false;
-  const progress = createProgressReporter(io.stderr, options.progressIntervalMs, quiet);
+  const progress = await createProgressReporter(io.stderr, options.progressIntervalMs, quiet);
   const print = options.printSummary ?? true;
   try {
     const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
@@ -70,7 +69,11 @@ export async function runWithProgress(
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
-    if (args.reset === true) await confirmReset(io, context.config, context.logger, args.yes ?? false);
+    if (args.reset === true) {
+      // Loaded when asked for, as the live bar is: a scheduled run does not load a prompt.
+      const { confirmReset } = await import('./reset-confirm.js');
+      await confirmReset(io, context.config, context.logger, args.yes ?? false);
+    }
     const run = { ...context, onProgress: progress.start(context.logger) };
     const summary =
       command === 'backfill'

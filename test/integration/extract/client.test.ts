@@ -234,7 +234,7 @@ describe('ApiClient: a body as bytes', () => {
           }),
         ]),
       ),
-      // Decoded by fetch: many more bytes than its content-length declares, read on into a larger buffer.
+      // Decoded as it arrives: many more bytes than its content-length declares, read on into a larger buffer.
       gzip: sized(gzipSync(utf8(JSON.stringify({ a: 'é'.repeat(50_000) }))), {
         'content-type': 'application/json; charset=utf-8',
         'content-encoding': 'gzip',

@@ -1,0 +1,69 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/server.js';
+import { runCli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { cliEnv } from '../helpers/e2e-env.js';
+
+const db = await createTestDatabase();
+const sim = await startSimulator({ seed: 83, postsPerDay: 20 });
+let folder: string;
+let preload: string;
+
+// Loaded before the CLI (NODE_OPTIONS, which its restart keeps): at exit, the line of what the process loaded.
+const TRACER = `
+import { writeSync } from 'node:fs';
+import { registerHooks } from 'node:module';
+const urls = [];
+registerHooks({ load(url, context, next) { urls.push(url); return next(url, context); } });
+process.on('exit', () => {
+  writeSync(2, JSON.stringify({ msg: 'modules loaded', builtins: process.moduleLoadList, urls }) + '\\n');
+});
+`;
+
+interface Loaded {
+  readonly builtins: readonly string[];
+  readonly urls: readonly string[];
+}
+
+beforeAll(async () => {
+  folder = await mkdtemp(join(tmpdir(), 'post-reports-startup-'));
+  preload = join(folder, 'tracer.mjs');
+  await writeFile(preload, TRACER);
+});
+afterAll(async () => {
+  await sim.close();
+  await rm(folder, { recursive: true, force: true });
+});
+
+describe('what a run loads as it starts (the built CLI)', () => {
+  it('a scheduled run reads the API without loading undici, and loads neither the live bar, the pretty log nor the reset prompt', async () => {
+    const result = await runCli(
+      ['backfill', '--from', '2025-07-07', '--to', '2025-07-13', '--schema', 'startup'],
+      {
+        ...cliEnv(sim, db.url),
+        NODE_OPTIONS: `--import=${preload}`,
+      },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.summary).toMatchObject({ status: 'succeeded', windows: { loaded: 1 } });
+    expect(result.summary?.posts).toBeGreaterThan(0);
+    const loaded = result.stderr
+      .split('\n')
+      .filter((line) => line.includes('"msg":"modules loaded"'))
+      .map((line) => JSON.parse(line) as Loaded);
+    // One line: the process that started replaced itself (execve) before it could exit.
+    expect(loaded).toHaveLength(1);
+    const { builtins, urls } = loaded[0]!;
+    expect(urls.some((url) => url.includes('/dist/src/api/http-transport.js'))).toBe(true);
+    expect(builtins.some((name) => name.includes('http'))).toBe(true);
+    expect(builtins.filter((name) => name.includes('undici'))).toEqual([]);
+    expect(
+      urls.filter((url) =>
+        /\/(pino-pretty|cli-progress)\/|\/cli\/(live-progress|reset-confirm)\.js$/.test(url),
+      ),
+    ).toEqual([]);
+  });
+});
