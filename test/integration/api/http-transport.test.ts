@@ -71,7 +71,7 @@ async function text(answer: HttpAnswer): Promise<string> {
 
 describe('HttpTransport against a real HTTP server', () => {
   it('asks for gzip and deflate over plain HTTP and decodes each, as well as br and a body sent as is', async () => {
-    const json = JSON.stringify({ data: 'é'.repeat(20_000), n: 12345678901234567890 });
+    const json = `{"data":"${'é'.repeat(20_000)}","n":12345678901234567890}`;
     const encoded: Record<string, Buffer> = {
       gzip: gzipSync(json),
       deflate: deflateSync(json),
