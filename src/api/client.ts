@@ -5,6 +5,7 @@ import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { BufferPool } from '../model/buffer-pool.js';
+import { VERSION } from '../version.js';
 import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { type HttpAnswer, HttpTransport } from './http-transport.js';
@@ -186,6 +187,8 @@ export class ApiClient {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.#config.token.reveal()}`,
       accept: 'application/json',
+      // Named, so that the API's operators can tell its requests apart.
+      'user-agent': `post-reports-etl/${VERSION}`,
     };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const started = performance.now();

@@ -5,6 +5,7 @@ export interface RecordedRequest {
   query: string;
   authorization: string | undefined;
   contentType: string | undefined;
+  userAgent: string | undefined;
 }
 
 export interface SimulatorStats {

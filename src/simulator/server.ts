@@ -677,6 +677,7 @@ class Simulator {
       query,
       authorization: request.headers.authorization,
       contentType: request.headers['content-type'],
+      userAgent: request.headers['user-agent'],
     };
     this.#log.request(recorded);
     return recorded;

@@ -6,6 +6,7 @@ import { reportPath } from '../../../src/extract/pager.js';
 import { createReport } from '../../../src/extract/report.js';
 import { BufferPool } from '../../../src/model/buffer-pool.js';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { VERSION } from '../../../src/version.js';
 import { type HandMadeBody, startPageServer } from '../../helpers/page-server.js';
 import { clientFor, failure } from './harness.js';
 
@@ -22,7 +23,7 @@ function requestsSince(before: number) {
 describe('ApiClient against the simulator', () => {
   beforeEach(() => sim.setFaults(NO_FAULTS));
 
-  it('sends the bearer header on every request and never an access_token', async () => {
+  it('sends the bearer header and its name and version on every request, and never an access_token', async () => {
     const { client } = clientFor(sim);
     await fetchDimensions(client);
     await createReport(client, { start: '2026-01-01', end: '2026-01-02' }, {});
@@ -30,6 +31,7 @@ describe('ApiClient against the simulator', () => {
     expect(recorded.length).toBeGreaterThanOrEqual(2);
     for (const request of recorded) {
       expect(request.authorization).toBe(`Bearer ${TOKEN}`);
+      expect(request.userAgent).toBe(`post-reports-etl/${VERSION}`);
       expect(request.query).not.toContain('access_token');
       expect(`${request.path}?${request.query}`).not.toContain(TOKEN);
       if (request.method === 'POST') expect(request.contentType).toMatch(/^application\/json/);
