@@ -210,7 +210,7 @@ export class ApiClient {
       status = response.status;
       bytes = await this.readBody(response, endpoint, bodies);
       length = bytes.byteLength;
-      const contentType = response.header('content-type') ?? null;
+      const contentType = response.header('content-type');
       // An error answer is read for its message: as text.
       if (asBytes && status >= 200 && status <= 299) utf8 = this.validUtf8(bytes, contentType);
       if (utf8 === undefined) text = this.decode(bytes, contentType, endpoint, status);
@@ -234,7 +234,7 @@ export class ApiClient {
    * The body as it is when it is valid UTF-8, declared so or by default (without a byte order mark, as decode
    * leaves it out); undefined otherwise, for decode to decode, replace and count as it does for every answer.
    */
-  private validUtf8(bytes: Uint8Array, contentType: string | null): Buffer | undefined {
+  private validUtf8(bytes: Uint8Array, contentType: string | undefined): Buffer | undefined {
     const charset = charsetOf(contentType);
     if (charset !== 'utf-8' && charset !== 'utf8') return undefined;
     return isUtf8(bytes) ? withoutBom(asBuffer(bytes)) : undefined;
@@ -276,7 +276,12 @@ export class ApiClient {
    * valid in it are replaced by U+FFFD, counted and logged, as NUL characters are: failing every window for a
    * byte no run can repair would help nobody, and U+FFFD marks the spot. A charset no decoder knows is refused.
    */
-  private decode(bytes: Uint8Array, contentType: string | null, endpoint: string, status: number): string {
+  private decode(
+    bytes: Uint8Array,
+    contentType: string | undefined,
+    endpoint: string,
+    status: number,
+  ): string {
     const charset = charsetOf(contentType);
     let decoder: InstanceType<typeof TextDecoder>;
     try {
@@ -366,7 +371,7 @@ export class ApiClient {
 }
 
 /** The charset a Content-Type declares, lower case; UTF-8, JSON's own, when it declares none. */
-function charsetOf(contentType: string | null): string {
+function charsetOf(contentType: string | undefined): string {
   return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase() ?? 'utf-8';
 }
 

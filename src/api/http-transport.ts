@@ -67,10 +67,8 @@ function answer(response: IncomingMessage): HttpAnswer {
       return Array.isArray(value) ? value.join(', ') : value;
     },
     body,
-    cancel() {
-      response.destroy();
-      body.destroy();
-    },
+    // A decoder piped from it ends with it.
+    cancel: () => response.destroy(),
   };
 }
 
