@@ -349,7 +349,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   const supported = unsupportedNode();
   if (supported !== undefined) {
     io.stderr.write(
-      `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (${supported}): upgrade Node\n`,
+      `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (${supported}): its commands run, its tests and benchmark do not; upgrade Node\n`,
     );
   }
   await program(io).parseAsync([...argv]);

@@ -58,7 +58,7 @@ describe('a Node older than the package supports (the built CLI, a copy whose en
       expect(result.code).toBe(0);
       expect(result.stdout).toBe(`${version}\n`);
       expect(result.stderr).toBe(
-        `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (>=999.1): upgrade Node\n`,
+        `post-reports-etl: warning: Node ${process.versions.node} is older than this version supports (>=999.1): its commands run, its tests and benchmark do not; upgrade Node\n`,
       );
     } finally {
       await copy.remove();
