@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,9 +42,12 @@ export async function startEmbeddedPostgres(
   const root = await mkdtemp(join(tmpdir(), 'post-reports-etl-pg-'));
   let server: ServerProcess | undefined;
   try {
+    // Written while the folder is still this process's alone: once staging hands it to the server's user, a
+    // link planted at the file's name could redirect the write (and the chown) anywhere.
+    const password = await writePasswordFile(root);
     const binaries = await stageBinaries(nativeDir, root, user);
     const dataDir = join(root, 'data');
-    const password = await initCluster(binaries.initdb, dataDir, root, user, signal);
+    await initCluster(binaries.initdb, dataDir, root, user, signal);
     const port = await freePort();
     server = startServer(binaries.postgres, dataDir, port, root, user);
     const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
@@ -74,18 +77,24 @@ export async function startEmbeddedPostgres(
   }
 }
 
-/** Creates a throwaway cluster in `dataDir` with a random password for `postgres`; returns the password. */
+const PASSWORD_FILE = 'password';
+
+/** A random password for `postgres`, in a new file of `root` (never one already there, nor through a link). */
+async function writePasswordFile(root: string): Promise<string> {
+  const password = randomBytes(18).toString('base64url');
+  await writeFile(join(root, PASSWORD_FILE), `${password}\n`, { mode: 0o600, flag: 'wx' });
+  return password;
+}
+
+/** Creates a throwaway cluster in `dataDir`, its `postgres` password from the file writePasswordFile wrote. */
 async function initCluster(
   initdb: string,
   dataDir: string,
   root: string,
   user: ServerUser | undefined,
   signal: AbortSignal,
-): Promise<string> {
-  const password = randomBytes(18).toString('base64url');
-  const passwordFile = join(root, 'password');
-  await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
-  if (user !== undefined) await chown(passwordFile, user.uid, user.gid);
+): Promise<void> {
+  const passwordFile = join(root, PASSWORD_FILE);
   // A throwaway cluster: no fsync, C locale (the same sort order everywhere), UTF-8 for any text.
   await runToEnd(
     initdb,
@@ -104,7 +113,6 @@ async function initCluster(
     signal,
   );
   await rm(passwordFile, { force: true });
-  return password;
 }
 
 interface ServerProcess {
