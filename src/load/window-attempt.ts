@@ -8,7 +8,8 @@
  * period (another identical request may have created it that much earlier). Nothing older replaces anything
  * newer: a report older than rows loaded since for its dates is neither resumed nor used, one first received
  * longer ago than the reuse period is not resumed (an identical request would get a newer one), and one the
- * window saw fail or vanish is not polled again, since the API hands it back until its reuse period ends.
+ * window saw fail is not polled again, since the API hands it back until its reuse period ends. One it saw vanish
+ * (a 404) is asked once for its first page: a page token that expired is answered 404 too.
  */
 import type pg from 'pg';
 import { ApiError, DataError } from '../errors.js';
@@ -109,26 +110,19 @@ export class WindowAttempt {
 
   /**
    * Records the report the API answered a creation with, and its age (from the window's first receipt of it).
-   * Throws, final for the run, for a report that cannot serve: one the window saw fail or vanish, or one older
-   * than rows loaded since for its dates.
+   * Throws, final for the run, for a report that cannot serve: one the window saw fail, or one older than rows
+   * loaded since for its dates. One the window saw vanish (outcome 'gone') is returned: a 404 on a page says only
+   * that its token or the report is gone, and the report's first page tells which (answered, or goneFor).
    */
   async received(reportId: string): Promise<KnownReport> {
     const { pool, scope, clock, reportReuseMs } = this.#context;
     const report = await receiveReport(pool, scope, this.window, reportId, clock.now(), reportReuseMs);
-    const until = new Date(report.receivedAt.getTime() + reportReuseMs);
-    const when = `${until.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-    if (report.outcome === 'failed' || report.outcome === 'gone') {
-      throw new ApiError(
-        report.outcome === 'failed' ? 'REPORT_FAILED' : 'REPORT_GONE',
-        `the API returns the same ${report.outcome === 'failed' ? 'failed' : 'vanished'} report ${report.reportId} for this window until about ${when}: a run after that asks for a new one`,
-        { final: true },
-      );
-    }
+    if (report.outcome === 'failed') throw handedBack(report, 'REPORT_FAILED', 'failed', reportReuseMs);
     const newer = await newerLoads(pool, scope, this.window, report.madeAt);
     if (newer.length > 0) {
       throw new ApiError(
         'REPORT_STALE',
-        `the API returns report ${report.reportId}, older than the rows loaded for ${newer.map(windowLabel).join(', ')}, until about ${when}: a run after that asks for a new one`,
+        `the API returns report ${report.reportId}, older than the rows loaded for ${newer.map(windowLabel).join(', ')}, until about ${until(report, reportReuseMs)}: a run after that asks for a new one`,
         { final: true },
       );
     }
@@ -137,9 +131,21 @@ export class WindowAttempt {
     return report;
   }
 
+  /** A report the window saw vanish answered its first page: a page token had expired, the report lives. */
+  async answered(report: KnownReport): Promise<void> {
+    const { pool, scope } = this.#context;
+    await recordReportOutcome(pool, scope, this.window, report.reportId, 'received');
+  }
+
+  /** The error, final for the run, of a report the window saw vanish whose first page is gone too. */
+  goneFor(report: KnownReport, cause: unknown): ApiError {
+    return handedBack(report, 'REPORT_GONE', 'vanished', this.#context.reportReuseMs, cause);
+  }
+
   /**
-   * What an error of the attempt means for its report: one that failed or is gone is never polled again (the next
-   * attempt asks for a new one, and should the API hand this one back, it is recognised). One that served a
+   * What an error of the attempt means for its report: one that failed is never polled again, one that is gone
+   * only for its first page (the next attempt asks for a new one, and should the API hand this one back, it is
+   * recognised). One that served a
    * malformed page, or whose page token expired (410), is not resumed: the next attempt asks again, and handed
    * back, it is read afresh from its first page.
    */
@@ -153,6 +159,26 @@ export class WindowAttempt {
     }
     await recordReport(pool, scope, this.window, null);
   }
+}
+
+/** Until when (about) the API hands the report back to an identical request, in UTC. */
+function until(report: KnownReport, reuseMs: number): string {
+  const at = new Date(report.receivedAt.getTime() + reuseMs);
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+function handedBack(
+  report: KnownReport,
+  code: 'REPORT_FAILED' | 'REPORT_GONE',
+  what: string,
+  reuseMs: number,
+  cause?: unknown,
+): ApiError {
+  return new ApiError(
+    code,
+    `the API returns the same ${what} report ${report.reportId} for this window until about ${until(report, reuseMs)}: a run after that asks for a new one`,
+    { final: true, ...(cause === undefined ? {} : { cause }) },
+  );
 }
 
 /**

@@ -442,13 +442,16 @@ export async function receiveReport(
   };
 }
 
-/** Records that a report the window received failed or is gone: handed back again, it is not polled. */
+/**
+ * Records that a report the window received failed or is gone (handed back again, a failed one is not polled, a
+ * gone one once), or, 'received', that one thought gone answered after all.
+ */
 export async function recordReportOutcome(
   db: Queryable,
   scope: Scope,
   window: Window,
   reportId: string,
-  outcome: 'failed' | 'gone',
+  outcome: 'failed' | 'gone' | 'received',
 ): Promise<void> {
   await db.query(
     `UPDATE ${qualified(scope.schema, 'window_reports')} SET outcome = $4

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs, isRetryable } from '../api/retry-policy.js';
-import { EtlError, isConnectionLoss, oneLine } from '../errors.js';
+import { ApiError, EtlError, isConnectionLoss, oneLine } from '../errors.js';
 import { type PostMapping, type ReportPage, readPages } from '../extract/pager.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import { ReportReadiness } from '../extract/report-readiness.js';
@@ -9,6 +9,7 @@ import type { Registry } from '../load/schema-evolution.js';
 import type { StageShape } from '../load/staging.js';
 import { CopyPools } from '../load/tape-encoding.js';
 import { type AttemptContext, endWindowAttempt, WindowAttempt } from '../load/window-attempt.js';
+import type { KnownReport } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
 import { ALL_FIELDS, fieldFilter } from '../model/field-selection.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -145,15 +146,16 @@ export class WindowStager {
       this.#run.counters.reportCreated();
       const report = await attempt.received(created.id);
       log.info({ reportId: report.reportId, madeAt: report.madeAt, reused: !report.first }, 'report created');
+      const mapping = this.#mapping(window);
+      const answered =
+        report.outcome === 'gone'
+          ? await this.#stillThere(attempt, report, mapping, watchdog, log)
+          : undefined;
       // The stage is made while the report is generated, not after it is DONE.
       await loader.openWindow(window, report.reportId, watchdog.signal);
-      const mapping = this.#mapping(window);
-      const first = await this.#waitFor(
-        report.reportId,
-        mapping,
-        watchdog,
-        report.first ? createdAt : undefined,
-      );
+      const first =
+        answered ??
+        (await this.#waitFor(report.reportId, mapping, watchdog, report.first ? createdAt : undefined));
       const pages = readPages(api, report.reportId, { mapping, first, signal: watchdog.signal });
       return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
@@ -188,6 +190,33 @@ export class WindowStager {
     const first = await this.#waitFor(reportId, mapping, watchdog);
     const pages = readPages(api, reportId, { mapping, first, signal });
     return await this.#stagePages(window, reportId, pages, watchdog, log);
+  }
+
+  /**
+   * A report handed back that the window saw vanish: a 404 on a page says only that its token or the report is
+   * gone. Its first page tells which: it answers (a token expired), and it is read again from the start; it is
+   * gone too, and the attempt ends final, as the API hands it back until its reuse period ends.
+   */
+  async #stillThere(
+    attempt: WindowAttempt,
+    report: KnownReport,
+    mapping: PostMapping,
+    watchdog: Watchdog,
+    log: Logger,
+  ): Promise<ReportPage> {
+    let first: ReportPage;
+    try {
+      first = await this.#waitFor(report.reportId, mapping, watchdog);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'REPORT_GONE') throw attempt.goneFor(report, error);
+      throw error;
+    }
+    await attempt.answered(report);
+    log.info(
+      { reportId: report.reportId },
+      'the report thought gone answers: a page token had expired; reading it again from its first page',
+    );
+    return first;
   }
 
   /** How the window's records become posts: the id field, the window and the run's field selection. */

@@ -48,11 +48,11 @@ export interface Faults extends PageFaults {
   /** A next_page token older than this answers 410 (null: never expires). */
   pageTokenTtlMs: number | null;
   /**
-   * The status of a page token the report cannot serve (expired, unknown, or pageTokenExpiresAtPage): 400
-   * invalid_request, as the v4 spec leaves the answer to an invalid page value open (null: 410 for an expired
-   * token, 404 for an unknown one).
+   * The status of a page token the report cannot serve (expired, unknown, or pageTokenExpiresAtPage), as the v4
+   * spec leaves the answer to an invalid page value open: 400 invalid_request, or 404 page_not_found (what a
+   * report that is gone answers too); null: 410 for an expired token, 404 for an unknown one.
    */
-  pageTokenErrorStatus: 400 | null;
+  pageTokenErrorStatus: 400 | 404 | null;
   /** The shape of every error body the API sends (see ERROR_BODY_SHAPES); `object` by default. */
   errorBodyShape: ErrorBodyShape;
   /** A report older than this answers 404 on every GET (null: never). */
@@ -112,9 +112,13 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
     }
     share('corruptPages.share', merged.corruptPages.share);
   }
-  if (merged.pageTokenErrorStatus !== null && merged.pageTokenErrorStatus !== 400) {
+  if (
+    merged.pageTokenErrorStatus !== null &&
+    merged.pageTokenErrorStatus !== 400 &&
+    merged.pageTokenErrorStatus !== 404
+  ) {
     throw new RangeError(
-      `fault pageTokenErrorStatus must be 400 or null, got ${merged.pageTokenErrorStatus}`,
+      `fault pageTokenErrorStatus must be 400, 404 or null, got ${merged.pageTokenErrorStatus}`,
     );
   }
   if (!ERROR_BODY_SHAPES.includes(merged.errorBodyShape)) {

@@ -896,12 +896,13 @@ class Simulator {
     return resolved.found;
   }
 
-  /** Answers a page token the report cannot serve: 410 or 404, or 400 for every case (pageTokenErrorStatus). */
+  /** Answers a page token the report cannot serve: 410 or 404, or 400 or 404 for every case (pageTokenErrorStatus). */
   #refuseToken(response: ServerResponse, page: string, why: 'expired' | 'unknown'): void {
     const token = JSON.stringify(page);
-    if (this.#faults.pageTokenErrorStatus === 400) {
+    const status = this.#faults.pageTokenErrorStatus;
+    if (status === 400) {
       this.#sendError(response, 400, 'invalid_request', `the page value ${token} is not valid`);
-    } else if (why === 'expired') {
+    } else if (why === 'expired' && status === null) {
       this.#sendError(response, 410, 'page_expired', `page token ${token} has expired`);
     } else {
       this.#sendError(response, 404, 'page_not_found', `page token ${token} is unknown for this report`);

@@ -151,6 +151,33 @@ describe('a report or a page token gone mid-window (the built CLI)', () => {
     });
   }
 
+  it('a page token that expires while its report lives, answered 404: the report handed back is read again from its first page', async () => {
+    const sim = await simulator(90);
+    const schema = 'expired_404';
+    sim.setFaults({ pageTokenExpiresAtPage: 3, pageTokenErrorStatus: 404 });
+    const run = await runCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+    expect(run.code, run.stderr).toBe(0);
+    expect(sim.stats().faults['page-token-expired']).toBe(1);
+    expect(run.stderr).toContain('(404 on page 3)');
+    expect(run.stderr).toContain('the report thought gone answers');
+    // The identical request got the same report back (the API's reuse): no new one was made, none was needed.
+    expect(sim.stats().reportsCreated).toBe(1);
+    expect(summaryOf(run)).toMatchObject({ status: 'succeeded', reportsCreated: 2, posts: 140 });
+    expect(await exact(sim, schema)).toEqual([]);
+  });
+
+  it('a report gone and handed back within the reuse period: one request for its first page, and the window fails as the API answers', async () => {
+    const sim = await simulator(91);
+    const schema = 'gone_handed_back';
+    sim.setFaults({ reportGoneAfterPage: 2 });
+    const run = await runCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+    expect(run.code, run.stderr).toBe(3);
+    expect(run.stderr).toContain('the API returns the same vanished report');
+    // Page 3 found it gone; the attempt after asked for its first page once, found it gone too, and stopped.
+    expect(sim.stats().faults['report-gone']).toBe(2);
+    expect(sim.stats().reportsCreated).toBe(1);
+  });
+
   it('a plain resume counts in its summary only the pages it fetched, not those staged before the kill', async () => {
     const sim = await simulator(80);
     const schema = 'resumed_plain';

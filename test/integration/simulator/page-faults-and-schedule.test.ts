@@ -109,7 +109,19 @@ describe('page faults strike once, where they are placed', () => {
     expect(expired.status).toBe(400);
     simulator.setFaults({ pageTokenErrorStatus: null });
     expect((await page(id, String(first.next))).status).toBe(200);
-    expect(() => simulator.setFaults({ pageTokenErrorStatus: 401 as 400 })).toThrow(/400 or null/);
+    expect(() => simulator.setFaults({ pageTokenErrorStatus: 401 as 400 })).toThrow(/400, 404 or null/);
+  });
+
+  it('answers an expired page token 404 when so configured, while its report still answers', async () => {
+    simulator.advanceTime(4 * 3_600_000);
+    const { id } = await createReport(simulator, week);
+    simulator.setFaults({ pageTokenErrorStatus: 404, pageTokenExpiresAtPage: 2 });
+    const first = await page(id);
+    const expired = await page(id, String(first.next));
+    expect(expired.status).toBe(404);
+    expect(JSON.parse(expired.text)).toMatchObject({ error: { code: 'page_not_found' } });
+    expect((await page(id)).status).toBe(200);
+    simulator.setFaults({ pageTokenErrorStatus: null });
   });
 
   it('refuses impossible pages', () => {
