@@ -9,7 +9,7 @@ import {
   QUERY_CANCELED,
   sqlState,
 } from './pg-error-codes.js';
-import { cancelBackend, terminateBackend } from './queries.js';
+import { cancelOwnBackend, readOwnBackend, terminateOwnBackend } from './queries.js';
 
 export interface PoolOptions {
   /** Connections at most (default 10). */
@@ -66,10 +66,16 @@ export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = 
     ...(db.connectTimeoutMs ? { connectionTimeoutMillis: db.connectTimeoutMs } : {}),
     // Awaited by the pool before it hands the connection out: a session that cannot be set up is not used.
     onConnect: async (client: pg.ClientBase) => {
-      const results: unknown = await client.query(`${setup}; SELECT pg_backend_pid() AS pid`);
+      const results: unknown = await client.query(`${setup}; ${readOwnBackend}`);
       const last = Array.isArray(results) ? results.at(-1) : results;
-      const pid: unknown = (last as pg.QueryResult<{ pid: number }> | undefined)?.rows[0]?.pid;
-      if (typeof pid === 'number') (client as { [BACKEND_PID]?: number })[BACKEND_PID] = pid;
+      const row = (last as pg.QueryResult<BackendRow> | undefined)?.rows[0];
+      if (row !== undefined && typeof row.pid === 'number') {
+        rememberBackend(client, {
+          pid: row.pid,
+          startedAt: row.started,
+          serverStartedAt: row.server_started,
+        });
+      }
     },
   });
   const checkedOut = new Set<pg.PoolClient>();
@@ -204,7 +210,9 @@ const TERMINATE_AFTER_MS = 3000;
 
 /**
  * Cancels what a checked-out connection runs once a signal aborts. It connects on its own rather than through the
- * pool: the pool may be full of connections that wait, on the very locks that make the cancel necessary.
+ * pool: the pool may be full of connections that wait, on the very locks that make the cancel necessary. It
+ * signals only the backend the session read of itself (Backend): the server the name reaches now may be another
+ * (a failover), and the pid another session's (this one's backend ended), such as another run's lock session.
  */
 class StatementCanceller {
   readonly #pool: pg.Pool;
@@ -226,7 +234,10 @@ class StatementCanceller {
     if (signal.aborted) this.#onAbort();
   }
 
-  /** Ends the cancelling; resolves once no cancel is in flight, to true if the backend was terminated. */
+  /**
+   * Ends the cancelling; resolves once no cancel is in flight, to true if the session was ended (its backend
+   * terminated, or the session closed: its backend was gone).
+   */
   async stop(): Promise<boolean> {
     this.#done = true;
     this.#stop();
@@ -239,8 +250,10 @@ class StatementCanceller {
   };
 
   async #cancelUntilStopped(): Promise<boolean> {
-    const pid = backendPid(this.#client);
-    if (pid === undefined) return false;
+    const backend = backendOf(this.#client);
+    // A backend it cannot tell from another session's is never signalled: the session's deadlines still end it.
+    if (backend?.startedAt == null || backend.serverStartedAt == null) return false;
+    const own = [backend.pid, backend.startedAt, backend.serverStartedAt];
     const admin = new pg.Client({
       ...this.#pool.options,
       // Named apart from the run's own sessions (whose names start with the connector's), and within 63 bytes.
@@ -252,10 +265,14 @@ class StatementCanceller {
       const started = Date.now();
       while (!this.#done) {
         if (Date.now() - started >= TERMINATE_AFTER_MS) {
-          await admin.query(terminateBackend, [pid]);
+          return (await admin.query(terminateOwnBackend, own)).rows.length > 0;
+        }
+        // No row: the pid is no longer this session's backend (it ended, or the name now reaches another server).
+        // Nothing there can end its wait: the session is closed from this side, and the transaction ends now.
+        if ((await admin.query(cancelOwnBackend, own)).rows.length === 0) {
+          this.#client.end().catch(() => {});
           return true;
         }
-        await admin.query(cancelBackend, [pid]);
         await Promise.race([this.#stopped, sleep(CANCEL_REPEAT_MS, undefined, { ref: false })]);
       }
       return false;
@@ -268,15 +285,42 @@ class StatementCanceller {
   }
 }
 
-/** Where createPool keeps the backend pid each session read of itself when it connected. */
-const BACKEND_PID = Symbol('post-reports-etl backend pid');
+/** Where createPool keeps the backend each session read of itself when it connected. */
+const BACKEND = Symbol('post-reports-etl backend');
+
+/**
+ * A session's server backend as it read itself when it connected (readOwnBackend): the pid alone names another
+ * session once this one's backend ended, or on another server after a failover; with when the backend and its
+ * server started, it names this one only. Null times: not read (a pooler that hides pg_stat_activity).
+ */
+export interface Backend {
+  readonly pid: number;
+  readonly startedAt: string | null;
+  readonly serverStartedAt: string | null;
+}
+
+interface BackendRow {
+  pid: unknown;
+  started: string | null;
+  server_started: string | null;
+}
+
+/** Records the backend a session runs on (createPool does, as each session connects). */
+export function rememberBackend(client: pg.ClientBase, backend: Backend): void {
+  (client as { [BACKEND]?: Backend })[BACKEND] = backend;
+}
+
+/** The backend a pooled session read of itself when it connected; undefined if it did not. */
+export function backendOf(client: pg.ClientBase): Backend | undefined {
+  return (client as { [BACKEND]?: Backend })[BACKEND];
+}
 
 /**
  * The server backend a pooled session runs on: as the session read it when it connected, else pg's processID
  * (from the server's BackendKeyData; a pooler such as PgBouncer sends its own there, no backend's).
  */
 export function backendPid(client: pg.ClientBase): number | undefined {
-  const read = (client as { [BACKEND_PID]?: number })[BACKEND_PID];
+  const read = backendOf(client)?.pid;
   if (read !== undefined) return read;
   // @types/pg does not declare processID.
   const pid: unknown = (client as { processID?: unknown }).processID;

@@ -8,8 +8,9 @@ import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { oneLine, StoreError } from '../errors.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
-import { backendPid } from './database.js';
+import { backendOf, backendPid } from './database.js';
 import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
+import { cancelOwnBackend } from './queries.js';
 import { type Scope, scopeName } from './scope.js';
 import { parseSessionName, type RunName } from './session-name.js';
 
@@ -410,9 +411,11 @@ async function queueForLock(
   signal: AbortSignal | undefined,
 ): Promise<void> {
   signal?.throwIfAborted();
-  const pid = backendPid(client);
+  const backend = backendOf(client);
   const cancel = (): void => {
-    if (pid !== undefined) pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+    // Only the backend this session read of itself: its pid alone may name another session by now.
+    if (backend?.startedAt == null || backend.serverStartedAt == null) return;
+    pool.query(cancelOwnBackend, [backend.pid, backend.startedAt, backend.serverStartedAt]).catch(() => {});
   };
   signal?.addEventListener('abort', cancel, { once: true });
   try {

@@ -6,9 +6,24 @@ import pg from 'pg';
 import type { ColumnType } from './field-types.js';
 import { qualified } from './table-names.js';
 
-/** $1 the backend's pid: stops the statement it runs (an aborted run's), or the whole session. */
-export const cancelBackend = 'SELECT pg_cancel_backend($1)';
-export const terminateBackend = 'SELECT pg_terminate_backend($1)';
+/**
+ * What a session reads of its backend when it connects: its pid, and, as the seconds since the epoch in text (exact,
+ * whatever the DateStyle or TimeZone of the session reading it back), when the backend and its server started.
+ */
+export const readOwnBackend = `SELECT pg_backend_pid() AS pid,
+       (SELECT extract(epoch FROM backend_start)::text FROM pg_stat_activity WHERE pid = pg_backend_pid()) AS started,
+       extract(epoch FROM pg_postmaster_start_time())::text AS server_started`;
+
+/**
+ * $1 the backend's pid, $2 and $3 when it and its server started (readOwnBackend): stops the statement it runs (an
+ * aborted run's), or the whole session, only while that pid is still that backend on that server (a pid is reused
+ * once its backend ended, and after a failover the same name reaches another server); no row when it is not.
+ */
+const ownBackend = `FROM pg_stat_activity
+ WHERE pid = $1 AND extract(epoch FROM backend_start)::text = $2
+   AND extract(epoch FROM pg_postmaster_start_time())::text = $3`;
+export const cancelOwnBackend = `SELECT pg_cancel_backend(pid) AS signalled ${ownBackend}`;
+export const terminateOwnBackend = `SELECT pg_terminate_backend(pid) AS signalled ${ownBackend}`;
 
 const SQL_TYPES: Record<Exclude<ColumnType, 'other'>, string> = {
   bigint: 'bigint',
