@@ -251,6 +251,12 @@ function writeStatus(io: Io, status: SchemaStatus): void {
       `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
     );
   }
+  for (const stage of status.stages) {
+    const report = stage.reportId === null ? 'no progress row' : `report ${stage.reportId}`;
+    io.stdout.write(
+      `stage ${stage.start}..${stage.end}  ${stage.size.padStart(10)}  ${report}  ${stage.tables.join(', ')}\n`,
+    );
+  }
 }
 
 /** A loaded window whose dates were not over when it loaded. */

@@ -1,12 +1,13 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { withTransaction } from '../load/database.js';
+import { asStoreError, withTransaction } from '../load/database.js';
 import { type DeclaredType, expectedFields } from '../load/declared-types.js';
 import { migrate } from '../load/migrate.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { addDeclaredColumns } from '../load/schema-evolution.js';
 import { type Scope, scopeName } from '../load/scope.js';
+import { type DroppedStage, dropStagesNotResumed } from '../load/stage-sweep.js';
 import { applyFieldSelection, readStoredFields } from '../load/stored-fields.js';
 import {
   firstLoadedDate,
@@ -19,8 +20,10 @@ import {
   writeTarget,
 } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
+import { startClock } from '../model/clock.js';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
 import { canonicalFilters, type Filters } from '../model/filters.js';
+import { windowLabel } from '../model/window.js';
 import { type RunContext, runScope } from './run-context.js';
 import type { LoadedHistory, RunRange, RunRequest } from './run-request.js';
 import { checkFieldSelection } from './target-fields.js';
@@ -97,6 +100,7 @@ export async function prepareRun(
     ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
   });
   logger.info({ from: range.from, to: range.to }, 'range resolved');
+  await dropStages(pool, context, range, logger);
   const planned = plan.groups.reduce((n, g) => n + g.length, 0);
   context.onProgress?.({ type: 'planned', windows: planned, skipped: plan.skipped.length });
   logger.info({ planned, skipped: plan.skipped.length, groups: plan.groups.length }, 'windows planned');
@@ -107,6 +111,48 @@ export async function prepareRun(
     cursor,
     ...(reset === undefined ? {} : { reset }),
   };
+}
+
+/**
+ * Frees, before anything is loaded, the stages no window will resume (stage-sweep.ts): after a disk that filled
+ * mid-load, they hold the space the load needs.
+ */
+async function dropStages(
+  pool: pg.Pool,
+  context: RunContext,
+  range: RunRange,
+  logger: Logger,
+): Promise<void> {
+  const { config, signal } = context;
+  const now = (context.clock ?? startClock(config.run.clockStart)).now();
+  let dropped: DroppedStage[];
+  try {
+    dropped = await dropStagesNotResumed(
+      pool,
+      runScope(config),
+      {
+        from: range.from,
+        to: range.to,
+        windows: range.windows,
+        receivedSince: new Date(now.getTime() - config.api.reportReuseMs),
+      },
+      signal,
+    );
+  } catch (error) {
+    throw asStoreError('dropping the stages no window will resume', error);
+  }
+  if (dropped.length === 0) return;
+  logger.info(
+    {
+      stages: dropped.map((stage) => ({
+        window: windowLabel(stage),
+        reportId: stage.reportId,
+        why: stage.why,
+      })),
+      bytes: dropped.reduce((n, stage) => n + stage.bytes, 0),
+    },
+    'stages no window will resume dropped',
+  );
 }
 
 /** The documented fields the run's selection keeps. */

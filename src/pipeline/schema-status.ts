@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { type LockHolder, organizationLockHolders, windowClaimHolders } from '../load/locks.js';
 import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import type { Scope } from '../load/scope.js';
+import { listStages, type StageTables } from '../load/stage-sweep.js';
 import {
   listOrganizations,
   listWindows,
@@ -52,6 +53,13 @@ export interface SchemaStatus {
   readonly windowsWithRows: number;
   readonly posts: number;
   readonly details: readonly WindowStatus[];
+  /**
+   * Every stage table of the organization, by window, with its size: a window's stage in progress, or one no
+   * window will resume that the next run drops.
+   */
+  readonly stages: readonly StageTables[];
+  /** Their size together, in bytes. */
+  readonly stageBytes: number;
 }
 
 /** The standing of a window given its recorded status and whether a live run holds its claim now. */
@@ -84,10 +92,12 @@ export async function readSchemaStatus(db: pg.Pool, scope: Scope): Promise<Schem
   let target: SyncState | null = null;
   let windows: WindowState[] = [];
   let fields: FieldSelection | null = null;
+  let stages: StageTables[] = [];
   try {
     target = await readTarget(db, scope);
     windows = await listWindows(db, scope);
     fields = target?.fieldSelection ?? null;
+    stages = await listStages(db, scope);
   } catch (error) {
     if (sqlState(error) !== UNDEFINED_TABLE) throw error;
   }
@@ -117,6 +127,8 @@ export async function readSchemaStatus(db: pg.Pool, scope: Scope): Promise<Schem
     windowsWithRows: windows.filter((w) => w.rowCount !== null).length,
     posts: windows.reduce((n, w) => n + (w.rowCount ?? 0), 0),
     details,
+    stages,
+    stageBytes: stages.reduce((n, stage) => n + stage.bytes, 0),
   };
 }
 
