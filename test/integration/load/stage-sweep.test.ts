@@ -44,7 +44,7 @@ function runOver(windows: Window[], now: string): SweepRun {
 async function stageTables(): Promise<string[]> {
   const { rows } = await db.pool.query<{ name: string }>(
     `SELECT relname::text AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND relname LIKE 'stage\\_%' ORDER BY 1`,
+      WHERE n.nspname = $1 AND c.relkind = 'r' AND relname ~ '^stage_[0-9]{8}_' ORDER BY 1`,
     [schema],
   );
   return rows.map((r) => r.name);
