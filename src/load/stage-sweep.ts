@@ -9,6 +9,7 @@ import type pg from 'pg';
 import type { Window } from '../model/window.js';
 import { withTransaction } from './database.js';
 import { lockForTransaction, windowClaimHolders, windowLockKey } from './locks.js';
+import * as queries from './queries.js';
 import { orgTableName, type Scope } from './scope.js';
 import { lockProgress } from './stage-progress.js';
 import { qualified } from './table-names.js';
@@ -50,13 +51,15 @@ export interface SweepRun {
  * The organization's stage tables: its progress rows' and any table named as its stages are (the catalog pattern of
  * stageNames) that no progress row names. $1 the schema, $2 the name pattern, $3 the organization.
  */
-const STAGE_TABLES = `
+function stageTables(schema: string): string {
+  return `
 WITH named AS (
   SELECT c.relname::text AS name, pg_total_relation_size(c.oid) AS bytes
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.relname ~ $2
 ), progress AS (
-  SELECT window_start, window_end, report_id, stage_posts, stage_segments FROM %PROGRESS% WHERE org = $3
+  SELECT window_start, window_end, report_id, stage_posts, stage_segments
+    FROM ${qualified(schema, 'stage_progress')} WHERE org = $3
 )
 SELECT to_char(p.window_start, 'YYYY-MM-DD') AS start, to_char(p.window_end, 'YYYY-MM-DD') AS end, p.report_id,
        array_remove(ARRAY[posts.name, segments.name], NULL) AS tables,
@@ -72,6 +75,7 @@ SELECT to_char(to_date(m[1], 'YYYYMMDD'), 'YYYY-MM-DD'), to_char(to_date(m[2], '
  WHERE named.name NOT IN (SELECT stage_posts FROM progress UNION ALL SELECT stage_segments FROM progress)
  GROUP BY m[1], m[2]
  ORDER BY 1, 2`;
+}
 
 /**
  * Why each stage of the organization is not resumed (null: it may be). $1 the organization, $2 the time before
@@ -114,11 +118,7 @@ export async function listStages(db: Queryable, scope: Scope): Promise<StageTabl
     tables: string[];
     bytes: string;
     size: string;
-  }>(STAGE_TABLES.replace('%PROGRESS%', qualified(scope.schema, 'stage_progress')), [
-    scope.schema,
-    stagePattern(scope.org),
-    scope.org,
-  ]);
+  }>(stageTables(scope.schema), [scope.schema, stagePattern(scope.org), scope.org]);
   return rows
     .filter((row) => row.tables.length > 0)
     .map((row) => ({
@@ -165,14 +165,9 @@ export async function dropStagesNotResumed(
       // Under the lock, the stage is still the one judged: a run that opened it since has its own.
       const row = await lockProgress(client, scope, window);
       if ((row?.report_id ?? null) !== stage.reportId) return false;
-      for (const table of stage.tables)
-        await client.query(`DROP TABLE IF EXISTS ${qualified(schema, table)}`);
-      if (row !== undefined) {
-        await client.query(
-          `DELETE FROM ${qualified(schema, 'stage_progress')} WHERE org = $1 AND window_start = $2 AND window_end = $3`,
-          [org, window.start, window.end],
-        );
-      }
+      for (const table of stage.tables) await client.query(queries.dropTable(schema, table));
+      if (row !== undefined)
+        await client.query(queries.deleteProgress(schema), [window.start, window.end, org]);
       return true;
     });
     if (done) dropped.push({ ...stage, why });
