@@ -254,7 +254,7 @@ function writeStatus(io: Io, status: SchemaStatus): void {
   for (const stage of status.stages) {
     const report = stage.reportId === null ? 'no progress row' : `report ${stage.reportId}`;
     io.stdout.write(
-      `stage ${stage.start}..${stage.end}  ${stage.size.padStart(10)}  ${report}  ${stage.tables.join(', ')}\n`,
+      `stage ${stage.start}..${stage.end}  ${(stage.size ?? 'in use').padStart(10)}  ${report}  ${stage.tables.join(', ')}\n`,
     );
   }
 }

@@ -23,10 +23,13 @@ export interface StageTables {
   /** The report staged; null for tables no progress row names (left by an older version). */
   readonly reportId: string | null;
   readonly tables: readonly string[];
-  /** Their size on disk, indexes and TOAST included. */
-  readonly bytes: number;
-  /** The same as PostgreSQL writes it (pg_size_pretty). */
-  readonly size: string;
+  /**
+   * Their size on disk, indexes and TOAST included; null while a transaction of another session holds one of them
+   * whole (a commit attaching it, a column added): reading it would wait for that.
+   */
+  readonly bytes: number | null;
+  /** The same as PostgreSQL writes it (pg_size_pretty); null with bytes. */
+  readonly size: string | null;
 }
 
 /** Why a stage is not resumed. */
@@ -53,27 +56,37 @@ export interface SweepRun {
  */
 function stageTables(schema: string): string {
   return `
-WITH named AS (
-  SELECT c.relname::text AS name, pg_total_relation_size(c.oid) AS bytes
+WITH found AS (
+  SELECT c.oid, c.relname::text AS name,
+         EXISTS (SELECT 1 FROM pg_locks l
+                  WHERE l.locktype = 'relation' AND l.relation = c.oid AND l.mode = 'AccessExclusiveLock'
+                    AND l.granted AND l.pid <> pg_backend_pid()) AS busy
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.relname ~ $2
+), sized AS (
+  SELECT name, busy, CASE WHEN busy THEN NULL ELSE pg_total_relation_size(oid) END AS bytes FROM found
+), named AS (
+  -- A table dropped since the catalog was read has no size: it is gone.
+  SELECT * FROM sized WHERE busy OR bytes IS NOT NULL
 ), progress AS (
   SELECT window_start, window_end, report_id, stage_posts, stage_segments
     FROM ${qualified(schema, 'stage_progress')} WHERE org = $3
+), stages AS (
+  SELECT to_char(p.window_start, 'YYYY-MM-DD') AS start, to_char(p.window_end, 'YYYY-MM-DD') AS end, p.report_id,
+         array_remove(ARRAY[posts.name, segments.name], NULL) AS tables,
+         CASE WHEN posts.busy OR segments.busy THEN NULL
+              ELSE COALESCE(posts.bytes, 0) + COALESCE(segments.bytes, 0) END AS bytes
+    FROM progress p
+    LEFT JOIN named posts ON posts.name = p.stage_posts
+    LEFT JOIN named segments ON segments.name = p.stage_segments
+  UNION ALL
+  SELECT to_char(to_date(m[1], 'YYYYMMDD'), 'YYYY-MM-DD'), to_char(to_date(m[2], 'YYYYMMDD'), 'YYYY-MM-DD'), NULL,
+         array_agg(named.name ORDER BY named.name), CASE WHEN bool_or(named.busy) THEN NULL ELSE sum(named.bytes) END
+    FROM named, regexp_match(named.name, $2) AS m
+   WHERE named.name NOT IN (SELECT stage_posts FROM progress UNION ALL SELECT stage_segments FROM progress)
+   GROUP BY m[1], m[2]
 )
-SELECT to_char(p.window_start, 'YYYY-MM-DD') AS start, to_char(p.window_end, 'YYYY-MM-DD') AS end, p.report_id,
-       array_remove(ARRAY[posts.name, segments.name], NULL) AS tables,
-       (COALESCE(posts.bytes, 0) + COALESCE(segments.bytes, 0))::text AS bytes,
-       pg_size_pretty(COALESCE(posts.bytes, 0) + COALESCE(segments.bytes, 0)) AS size
-  FROM progress p
-  LEFT JOIN named posts ON posts.name = p.stage_posts
-  LEFT JOIN named segments ON segments.name = p.stage_segments
-UNION ALL
-SELECT to_char(to_date(m[1], 'YYYYMMDD'), 'YYYY-MM-DD'), to_char(to_date(m[2], 'YYYYMMDD'), 'YYYY-MM-DD'), NULL,
-       array_agg(named.name ORDER BY named.name), sum(named.bytes)::text, pg_size_pretty(sum(named.bytes))
-  FROM named, regexp_match(named.name, $2) AS m
- WHERE named.name NOT IN (SELECT stage_posts FROM progress UNION ALL SELECT stage_segments FROM progress)
- GROUP BY m[1], m[2]
+SELECT start, "end", report_id, tables, bytes::text AS bytes, pg_size_pretty(bytes) AS size FROM stages
  ORDER BY 1, 2`;
 }
 
@@ -116,8 +129,8 @@ export async function listStages(db: Queryable, scope: Scope): Promise<StageTabl
     end: string;
     report_id: string | null;
     tables: string[];
-    bytes: string;
-    size: string;
+    bytes: string | null;
+    size: string | null;
   }>(stageTables(scope.schema), [scope.schema, stagePattern(scope.org), scope.org]);
   return rows
     .filter((row) => row.tables.length > 0)
@@ -126,7 +139,7 @@ export async function listStages(db: Queryable, scope: Scope): Promise<StageTabl
       end: row.end,
       reportId: row.report_id,
       tables: row.tables,
-      bytes: Number(row.bytes),
+      bytes: row.bytes === null ? null : Number(row.bytes),
       size: row.size,
     }));
 }

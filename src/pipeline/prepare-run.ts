@@ -149,7 +149,7 @@ async function dropStages(
         reportId: stage.reportId,
         why: stage.why,
       })),
-      bytes: dropped.reduce((n, stage) => n + stage.bytes, 0),
+      bytes: dropped.reduce((n, stage) => n + (stage.bytes ?? 0), 0),
     },
     'stages no window will resume dropped',
   );

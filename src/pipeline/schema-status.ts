@@ -58,7 +58,7 @@ export interface SchemaStatus {
    * window will resume that the next run drops.
    */
   readonly stages: readonly StageTables[];
-  /** Their size together, in bytes. */
+  /** Their size together, in bytes (of those whose size could be read without waiting: StageTables.bytes). */
   readonly stageBytes: number;
 }
 
@@ -128,7 +128,7 @@ export async function readSchemaStatus(db: pg.Pool, scope: Scope): Promise<Schem
     posts: windows.reduce((n, w) => n + (w.rowCount ?? 0), 0),
     details,
     stages,
-    stageBytes: stages.reduce((n, stage) => n + stage.bytes, 0),
+    stageBytes: stages.reduce((n, stage) => n + (stage.bytes ?? 0), 0),
   };
 }
 

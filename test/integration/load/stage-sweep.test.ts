@@ -120,6 +120,26 @@ describe('the stages no window will resume', () => {
     expect(await stageTables()).not.toEqual(expect.arrayContaining([expect.stringMatching(/^stage_202603/)]));
   });
 
+  it('lists a stage another session holds whole without waiting for it, its size unknown', async () => {
+    const week = { start: '2026-05-04', end: '2026-05-10' };
+    await stageReport(week, 'r-busy', '2026-05-11T10:00:00Z', [21]);
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      // What a commit attaching the stage as a partition holds until it ends.
+      await holder.query(`LOCK TABLE ${schema}.stage_20260504_20260510_posts IN ACCESS EXCLUSIVE MODE`);
+      const listed = await listStages(db.pool, scope);
+      expect(listed).toContainEqual(
+        expect.objectContaining({ start: week.start, reportId: 'r-busy', bytes: null, size: null }),
+      );
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    const free = (await listStages(db.pool, scope)).find((s) => s.reportId === 'r-busy');
+    expect(free?.bytes).toBeGreaterThan(0);
+  });
+
   it('drops stage tables no progress row names', async () => {
     await db.pool.query(`CREATE TABLE ${schema}.stage_20260406_20260412_posts (id int)`);
     await db.pool.query(`CREATE TABLE ${schema}.stage_20260406_20260412_segments (id int)`);
