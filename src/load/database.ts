@@ -22,9 +22,28 @@ export interface PoolOptions {
 const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 /**
+ * The settings the connector's SQL and its reading of results rely on, pinned in every session so that no default
+ * of the server, the database or the role (ALTER DATABASE/ROLE … SET) changes them. pg reads dates and timestamps
+ * in the ISO form only (another DateStyle gives a date it cannot read); the window commit and the claims are built
+ * for read committed (serializable would abort commits with 40001 that nothing needs); literals and the text of
+ * numbers, intervals and bytes are read in PostgreSQL's default forms. Dates are computed in UTC wherever they are
+ * (AT TIME ZONE 'UTC'), and names are always qualified, so search_path is left as it is.
+ */
+export const PINNED_SETTINGS: readonly (readonly [name: string, value: string])[] = [
+  ['DateStyle', 'ISO, MDY'],
+  ['IntervalStyle', 'postgres'],
+  ['TimeZone', 'UTC'],
+  ['default_transaction_isolation', 'read committed'],
+  ['standard_conforming_strings', 'on'],
+  ['extra_float_digits', '1'],
+  ['bytea_output', 'hex'],
+];
+
+/**
  * What every session of the connector sets once connected, as statements rather than startup parameters (a
- * pooler such as PgBouncer refuses unknown startup parameters). The run lock's session sits idle for a whole
- * run: a server (or a managed service) that closes idle sessions must not end it.
+ * pooler such as PgBouncer refuses unknown startup parameters): the pinned settings, and the deadlines. The run
+ * lock's session sits idle for a whole run: a server (or a managed service) that closes idle sessions must not
+ * end it.
  */
 export function sessionSettings(db: DbConfig): string {
   const settings: [string, number | undefined][] = [
@@ -34,6 +53,7 @@ export function sessionSettings(db: DbConfig): string {
     ['idle_in_transaction_session_timeout', db.idleInTransactionTimeoutMs || undefined],
   ];
   return [
+    ...PINNED_SETTINGS.map(([name, value]) => `SET ${name} = '${value}'`),
     ...settings
       .filter((entry): entry is [string, number] => entry[1] !== undefined)
       .map(([name, value]) => `SET ${name} = ${Math.round(value)}`),

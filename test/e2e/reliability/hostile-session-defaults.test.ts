@@ -1,0 +1,78 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { compareWithReference } from '../../helpers/reference-check.js';
+import { testNow } from '../../helpers/today.js';
+
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+
+/**
+ * What a DBA may have made the database's defaults: each one a value the connector's SQL or parsing would read
+ * differently from PostgreSQL's own default, were its sessions to take it.
+ */
+const HOSTILE_DEFAULTS: readonly [string, string][] = [
+  ['DateStyle', 'SQL, DMY'],
+  ['IntervalStyle', 'sql_standard'],
+  // A day away from UTC, east of it.
+  ['TimeZone', 'Pacific/Kiritimati'],
+  ['default_transaction_isolation', 'serializable'],
+  ['extra_float_digits', '-15'],
+  ['standard_conforming_strings', 'off'],
+  ['bytea_output', 'escape'],
+  ['search_path', 'nowhere'],
+];
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 42, postsPerDay: 12, now: testNow() });
+  const name = new URL(db.url).pathname.slice(1);
+  for (const [setting, value] of HOSTILE_DEFAULTS) {
+    await db.pool.query(
+      `ALTER DATABASE ${pg.escapeIdentifier(name)} SET ${setting} = ${pg.escapeLiteral(value)}`,
+    );
+  }
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+describe("a database whose defaults are a DBA's, not PostgreSQL's (the built CLI)", () => {
+  it('takes none of them: two windows loaded at once, exact', async () => {
+    // A new session takes the database's defaults: the ALTERs above hold for every session from now on.
+    const probe = new pg.Client({ connectionString: db.url });
+    await probe.connect();
+    const { rows } = await probe.query<{ style: string; isolation: string }>(
+      `SELECT current_setting('DateStyle') AS style, current_setting('default_transaction_isolation') AS isolation`,
+    );
+    await probe.end();
+    expect(rows[0]).toEqual({ style: 'SQL, DMY', isolation: 'serializable' });
+
+    const range = { from: '2026-03-02', to: '2026-03-15' };
+    const result = await runCli(
+      ['backfill', '--from', range.from, '--to', range.to, '--concurrency', '2', '--schema', 'hostile'],
+      cliEnv(sim, db.url),
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.summary).toMatchObject({ status: 'succeeded', windows: { loaded: 2, failed: 0 } });
+    const reference = sim.referencePosts({ start_date: range.from, end_date: range.to });
+    expect(reference.length).toBeGreaterThan(0);
+    const check = await compareWithReference(db.pool, 'hostile', reference);
+    expect(check.problems).toEqual([]);
+    expect(check.posts).toBe(reference.length);
+
+    // A second run reads back what the first wrote (dates, report ages, the windows' state), and has nothing to do.
+    const again = await runCli(
+      ['backfill', '--from', range.from, '--to', range.to, '--concurrency', '2', '--schema', 'hostile'],
+      cliEnv(sim, db.url),
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.summary).toMatchObject({ status: 'succeeded', windows: { loaded: 0, skipped: 2 } });
+
+    const status = await runCli(['status', '--schema', 'hostile', '--json'], cliEnv(sim, db.url));
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('2026-03-02');
+  });
+});
