@@ -14,6 +14,7 @@ import {
 import { isOrganizationId, ORGANIZATION_ID_RULE } from './model/organization.js';
 import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './model/partition-period.js';
 import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
+import { bypassesProxy, NoProxyEntryError } from './proxy-env.js';
 import { Secret } from './secret.js';
 import { readSecretFile } from './secret-file.js';
 
@@ -36,6 +37,31 @@ export interface ApiConfig {
   readonly poll: { readonly initialMs: number; readonly maxMs: number; readonly deadlineMs: number };
   /** How long the API hands back the same report for an identical request: a report is at most this old. */
   readonly reportReuseMs: number;
+  /** The forward proxy the API is reached through; absent: directly. */
+  readonly proxy?: ProxyConfig;
+  /** What TLS to the API trusts and shows besides Node's defaults; absent: those alone. */
+  readonly tls?: ApiTlsConfig;
+}
+
+/** A forward proxy (HTTPS_PROXY, HTTP_PROXY), without its credentials but in `authorization`. */
+export interface ProxyConfig {
+  /** `http://host:port`: how messages name it (never with its credentials). */
+  readonly origin: string;
+  /** Its host name or address (an IPv6 address without brackets). */
+  readonly host: string;
+  readonly port: number;
+  /** `Basic …` of the user and password of its URL, sent as Proxy-Authorization; absent without them. */
+  readonly authorization?: Secret;
+  /** The variable it was read from. */
+  readonly source: string;
+}
+
+/** TLS to the API beyond Node's defaults (which NODE_EXTRA_CA_CERTS adds to). */
+export interface ApiTlsConfig {
+  /** CA certificates (PEM) trusted for the API besides Node's own, and the setting they came from. */
+  readonly ca?: { readonly pem: string; readonly source: string };
+  /** The client certificate (PEM, its chain after it) and key shown to a gateway that asks for one. */
+  readonly client?: { readonly cert: string; readonly key: Secret; readonly passphrase?: Secret };
 }
 
 export interface DbConfig {
@@ -125,6 +151,42 @@ export const SETTINGS = {
     flag: '--allow-http',
     default: 'false',
     description: 'Allow http:// to a non-loopback host',
+  },
+  httpsProxy: {
+    env: 'HTTPS_PROXY',
+    description:
+      'Forward proxy for https:// (also https_proxy, which wins), e.g. http://user:password@proxy:3128: tunnelled with CONNECT',
+  },
+  httpProxy: {
+    env: 'HTTP_PROXY',
+    description: 'Forward proxy for http:// (also http_proxy, which wins)',
+  },
+  noProxy: {
+    env: 'NO_PROXY',
+    description:
+      'Hosts reached without the proxy (also no_proxy), comma-separated: a name (and the hosts under it), name:port, an IP address or CIDR range, * for all',
+  },
+  apiProxy: {
+    env: 'POST_REPORTS_API_PROXY',
+    default: 'environment',
+    description: 'environment: the API through the proxy HTTPS_PROXY/HTTP_PROXY/NO_PROXY name; off: directly',
+  },
+  apiCaFile: {
+    env: 'POST_REPORTS_API_CA_FILE',
+    description:
+      "PEM file of CA certificates trusted for the API besides Node's own (a company CA); NODE_EXTRA_CA_CERTS does the same for the process",
+  },
+  apiClientCertFile: {
+    env: 'POST_REPORTS_API_CLIENT_CERT_FILE',
+    description: 'PEM client certificate (its chain after it) for an API gateway that requires one',
+  },
+  apiClientKeyFile: {
+    env: 'POST_REPORTS_API_CLIENT_KEY_FILE',
+    description: "PEM private key of POST_REPORTS_API_CLIENT_CERT_FILE's certificate",
+  },
+  apiClientKeyPassphraseFile: {
+    env: 'POST_REPORTS_API_CLIENT_KEY_PASSPHRASE_FILE',
+    description: 'File holding the passphrase of an encrypted POST_REPORTS_API_CLIENT_KEY_FILE',
   },
   postIdField: {
     env: 'POST_REPORTS_POST_ID_FIELD',
@@ -782,6 +844,146 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
       deadlineMs: integer('pollDeadlineMs', env, flags, problems, 1, 7 * 86_400_000),
     },
     reportReuseMs: integer('reportReuseMs', env, flags, problems, 0, 7 * 86_400_000),
+    ...apiNetwork(baseUrl, env, flags, problems),
+  };
+}
+
+/** The proxy and TLS settings of the API, each left out when not set. */
+function apiNetwork(
+  baseUrl: URL,
+  env: RawSettings,
+  flags: Flags,
+  problems: Problems,
+): { proxy?: ProxyConfig; tls?: ApiTlsConfig } {
+  const proxy = proxyFor(baseUrl, env, flags, problems);
+  const tls = apiTls(env, flags, problems);
+  return { ...(proxy === undefined ? {} : { proxy }), ...(tls === undefined ? {} : { tls }) };
+}
+
+/** A proxy variable as curl reads it: the lower-case name first, then the upper-case one; unset when empty. */
+function proxyVariable(name: 'httpsProxy' | 'httpProxy' | 'noProxy', env: RawSettings) {
+  const upper = SETTINGS[name].env;
+  for (const variable of [upper.toLowerCase(), upper]) {
+    const value = env[variable]?.trim();
+    if (value !== undefined && value !== '') return { variable, value };
+  }
+  return undefined;
+}
+
+/** The proxy the API's requests go through, from the environment's variables; undefined for none. */
+function proxyFor(baseUrl: URL, env: RawSettings, flags: Flags, problems: Problems): ProxyConfig | undefined {
+  const mode = raw('apiProxy', env, flags) ?? 'environment';
+  if (mode !== 'environment' && mode !== 'off') {
+    problems.add(`${where('apiProxy')} must be environment or off, got ${JSON.stringify(mode)}`);
+    return undefined;
+  }
+  if (mode === 'off') return undefined;
+  const given = proxyVariable(baseUrl.protocol === 'https:' ? 'httpsProxy' : 'httpProxy', env);
+  if (given === undefined) return undefined;
+  const noProxy = proxyVariable('noProxy', env);
+  if (noProxy !== undefined) {
+    try {
+      if (bypassesProxy(baseUrl, noProxy.value)) return undefined;
+    } catch (error) {
+      if (!(error instanceof NoProxyEntryError)) throw error;
+      problems.add(`${noProxy.variable}: ${error.message}`);
+      return undefined;
+    }
+  }
+  let url: URL;
+  try {
+    // Without a scheme, as curl takes it: http://.
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(given.value) ? given.value : `http://${given.value}`);
+  } catch {
+    problems.add(`${given.variable} is not a valid proxy URL (give http://host:port)`);
+    return undefined;
+  }
+  const origin = `${url.protocol}//${url.host}`;
+  if (url.protocol !== 'http:') {
+    problems.add(
+      `${given.variable} names a ${url.protocol.slice(0, -1)} proxy (${origin}): only an http:// proxy is supported; set ${SETTINGS.apiProxy.env}=off to reach the API directly`,
+    );
+    return undefined;
+  }
+  const user = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  return {
+    origin,
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: Number(url.port || 80),
+    source: given.variable,
+    ...(user === '' && password === ''
+      ? {}
+      : { authorization: new Secret(`Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`) }),
+  };
+}
+
+/** A PEM file of a setting; undefined (the problem added) when it cannot be read or holds no PEM block. */
+function pemFile(name: SettingName, path: string, what: string, problems: Problems): string | undefined {
+  const read = readSecretFile(path);
+  if ('problem' in read) {
+    problems.add(`${SETTINGS[name].env}: ${read.problem}`);
+    return undefined;
+  }
+  if (!new RegExp(`-----BEGIN [A-Z ]*${what}-----`).test(read.value)) {
+    problems.add(`${SETTINGS[name].env}: ${JSON.stringify(path)} holds no PEM ${what.toLowerCase()}`);
+    return undefined;
+  }
+  return read.value;
+}
+
+/** Whether the client key can be read (with its passphrase, when it is encrypted); the problem added if not. */
+function usableKey(key: string, passphrase: Secret | undefined, problems: Problems): boolean {
+  const crypto = process.getBuiltinModule('node:crypto');
+  try {
+    crypto.createPrivateKey({
+      key,
+      ...(passphrase === undefined ? {} : { passphrase: passphrase.reveal() }),
+    });
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    problems.add(
+      /PASSPHRASE|BAD_DECRYPT|INTERRUPTED_OR_CANCELLED/i.test(`${code} ${(error as Error).message}`)
+        ? `${SETTINGS.apiClientKeyFile.env}: the key is encrypted and ${passphrase === undefined ? `no ${SETTINGS.apiClientKeyPassphraseFile.env} is set` : `the passphrase of ${SETTINGS.apiClientKeyPassphraseFile.env} does not open it`}`
+        : `${SETTINGS.apiClientKeyFile.env}: the key cannot be read (${code || 'not a private key'})`,
+    );
+    return false;
+  }
+}
+
+function apiTls(env: RawSettings, flags: Flags, problems: Problems): ApiTlsConfig | undefined {
+  const caPath = raw('apiCaFile', env, flags);
+  const certPath = raw('apiClientCertFile', env, flags);
+  const keyPath = raw('apiClientKeyFile', env, flags);
+  const passphrasePath = raw('apiClientKeyPassphraseFile', env, flags);
+  const ca = caPath === undefined ? undefined : pemFile('apiCaFile', caPath, 'CERTIFICATE', problems);
+  let client: ApiTlsConfig['client'];
+  if ((certPath === undefined) !== (keyPath === undefined)) {
+    problems.add(
+      `${SETTINGS.apiClientCertFile.env} and ${SETTINGS.apiClientKeyFile.env} go together: give both, or neither`,
+    );
+  } else if (certPath !== undefined && keyPath !== undefined) {
+    const cert = pemFile('apiClientCertFile', certPath, 'CERTIFICATE', problems);
+    const key = pemFile('apiClientKeyFile', keyPath, 'PRIVATE KEY', problems);
+    let passphrase: Secret | undefined;
+    if (passphrasePath !== undefined) {
+      const read = readSecretFile(passphrasePath);
+      if ('problem' in read) problems.add(`${SETTINGS.apiClientKeyPassphraseFile.env}: ${read.problem}`);
+      else passphrase = new Secret(read.value);
+    }
+    if (cert !== undefined && key !== undefined && usableKey(key, passphrase, problems)) {
+      client = { cert, key: new Secret(key), ...(passphrase === undefined ? {} : { passphrase }) };
+    }
+  } else if (passphrasePath !== undefined) {
+    problems.add(
+      `${SETTINGS.apiClientKeyPassphraseFile.env} is set without ${SETTINGS.apiClientKeyFile.env}: it is the passphrase of that key`,
+    );
+  }
+  if (ca === undefined && client === undefined) return undefined;
+  return {
+    ...(ca === undefined ? {} : { ca: { pem: ca, source: SETTINGS.apiCaFile.env } }),
+    ...(client === undefined ? {} : { client }),
   };
 }
 

@@ -19,6 +19,12 @@ export type ErrorCode =
   | 'API_NOT_FOUND'
   | 'REPORT_REJECTED'
   | 'API_NETWORK_ERROR'
+  /** The API's certificate cannot be verified (unknown CA, self-signed, expired, another name): never retried. */
+  | 'API_CERTIFICATE_UNTRUSTED'
+  /** The API's gateway wants a client certificate, or refuses the one shown. */
+  | 'API_CLIENT_CERTIFICATE_REFUSED'
+  /** The forward proxy refused the request (407, 403, another 4xx). */
+  | 'PROXY_REFUSED'
   | 'API_TIMEOUT'
   | 'REPORT_FAILED'
   | 'REPORT_DEADLINE'

@@ -6,6 +6,7 @@ import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { BufferPool } from '../model/buffer-pool.js';
 import { VERSION } from '../version.js';
+import { connectionFailure } from './connection-failure.js';
 import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { type HttpAnswer, HttpTransport } from './http-transport.js';
@@ -86,12 +87,17 @@ export class ApiClient {
   readonly #config: ApiConfig;
   readonly #logger: Logger;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
-  readonly #transport = new HttpTransport();
+  readonly #transport: HttpTransport;
 
   constructor(config: ApiConfig, logger: Logger, options: ApiClientOptions = {}) {
     this.#config = config;
     this.#logger = logger.child({ component: 'api' });
     this.#onRetry = options.onRetry;
+    this.#transport = new HttpTransport({
+      proxy: config.proxy,
+      tls: config.tls,
+      proxyConnectTimeoutMs: config.requestTimeoutMs,
+    });
   }
 
   /** GET a JSON resource below the base URL (`path` relative to it, e.g. `reports/posts/dimensions`). */
@@ -332,6 +338,8 @@ export class ApiClient {
         { endpoint },
       );
     }
+    const needsAPerson = connectionFailure(error, endpoint, this.#config);
+    if (needsAPerson !== undefined) return needsAPerson;
     return new ApiError(
       'API_NETWORK_ERROR',
       `${endpoint} failed: ${this.scrub(networkReason(error))} (attempt ${attempt})`,

@@ -1,6 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import { pipeline, type Readable } from 'node:stream';
+import type { ConnectionOptions } from 'node:tls';
 import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { ApiTlsConfig, ProxyConfig } from '../config.js';
 
 /** One HTTP request as the client sends it. */
 export interface HttpRequest {
@@ -23,6 +26,34 @@ export interface HttpAnswer {
   cancel(): void;
 }
 
+/** How the transport reaches the API: through a proxy or not, with TLS options beyond Node's defaults or not. */
+export interface TransportOptions {
+  readonly proxy?: ProxyConfig | undefined;
+  readonly tls?: ApiTlsConfig | undefined;
+  /** How long a proxy may take to answer a CONNECT (default 30 s). */
+  readonly proxyConnectTimeoutMs?: number;
+}
+
+/**
+ * The proxy refused or failed a request: a CONNECT answered with another status than 200 (`status`), a connection
+ * to it lost before its answer, or a 407 to a request in absolute form. Names the proxy without its credentials.
+ */
+export class ProxyError extends Error {
+  /** The proxy's status; undefined when it answered none. */
+  readonly status: number | undefined;
+  /** `http://host:port`. */
+  readonly proxy: string;
+
+  constructor(proxy: string, status: number | undefined, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProxyError';
+    this.proxy = proxy;
+    this.status = status;
+  }
+}
+
+const PROXY_CONNECT_TIMEOUT_MS = 30_000;
+
 // Flushed as fetch flushes them: a compressed body cut short gives what it held, and the length check decides.
 const LENIENT = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
 
@@ -37,25 +68,95 @@ export class HttpTransport {
   readonly #http = process.getBuiltinModule('node:http');
   readonly #https = process.getBuiltinModule('node:https');
   readonly #httpAgent = new this.#http.Agent({ keepAlive: true });
-  readonly #httpsAgent = new this.#https.Agent({ keepAlive: true });
+  readonly #options: TransportOptions;
+  #httpsAgent: HttpsAgent | undefined;
+  /** The agent of https:// requests through the proxy: loaded with its module at the first one. */
+  #tunnelAgent: Promise<HttpsAgent> | undefined;
+
+  constructor(options: TransportOptions = {}) {
+    this.#options = options;
+  }
 
   /** Resolves once the answer's status and headers have arrived; rejects on a network failure or an abort. */
-  send(request: HttpRequest): Promise<HttpAnswer> {
+  async send(request: HttpRequest): Promise<HttpAnswer> {
     const tls = request.url.protocol === 'https:';
     const headers: Record<string, string> = {
       'accept-encoding': tls ? 'br, gzip, deflate' : 'gzip, deflate',
       ...request.headers,
     };
     if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
+    const { proxy } = this.#options;
+    const agent: HttpAgent | HttpsAgent = tls
+      ? proxy === undefined
+        ? this.#directHttpsAgent()
+        : await this.#tunnelled(proxy)
+      : this.#httpAgent;
+    // http:// through the proxy: the whole URL as the target, to the proxy.
+    const target =
+      !tls && proxy !== undefined
+        ? (await import('./proxy-tunnel.js')).absoluteFormOptions(proxy, request.url, headers)
+        : undefined;
     return new Promise((resolve, reject) => {
-      const options = { method: request.method, headers, signal: request.signal };
-      const sent = tls
-        ? this.#https.request(request.url, { ...options, agent: this.#httpsAgent }, (r) => resolve(answer(r)))
-        : this.#http.request(request.url, { ...options, agent: this.#httpAgent }, (r) => resolve(answer(r)));
+      const options = { method: request.method, headers, signal: request.signal, agent };
+      const onAnswer = (response: IncomingMessage): void => {
+        if (target !== undefined && proxy !== undefined && response.statusCode === 407) {
+          response.destroy();
+          reject(
+            new ProxyError(proxy.origin, 407, `the proxy ${proxy.origin} (${proxy.source}) answered 407`),
+          );
+          return;
+        }
+        resolve(answer(response));
+      };
+      const sent =
+        target !== undefined
+          ? this.#http.request({ ...target, method: request.method, signal: request.signal, agent }, onAnswer)
+          : tls
+            ? this.#https.request(request.url, options, onAnswer)
+            : this.#http.request(request.url, options, onAnswer);
       sent.on('error', reject);
       sent.end(request.body);
     });
   }
+
+  #directHttpsAgent(): HttpsAgent {
+    this.#httpsAgent ??= new this.#https.Agent({ keepAlive: true, ...tlsOptions(this.#options.tls) });
+    return this.#httpsAgent;
+  }
+
+  #tunnelled(proxy: ProxyConfig): Promise<HttpsAgent> {
+    this.#tunnelAgent ??= import('./proxy-tunnel.js').then(
+      ({ TunnelAgent }): HttpsAgent =>
+        new TunnelAgent(
+          proxy,
+          tlsOptions(this.#options.tls),
+          this.#options.proxyConnectTimeoutMs ?? PROXY_CONNECT_TIMEOUT_MS,
+        ),
+    );
+    return this.#tunnelAgent;
+  }
+}
+
+/**
+ * TLS options of the API's connections beyond Node's defaults: the CA file's certificates trusted besides the
+ * default ones (NODE_EXTRA_CA_CERTS's included), a client certificate. Verification always stays on.
+ */
+function tlsOptions(given: ApiTlsConfig | undefined): ConnectionOptions {
+  if (given === undefined) return {};
+  const options: ConnectionOptions = {};
+  if (given.ca !== undefined) {
+    const tls = process.getBuiltinModule('node:tls');
+    // getCACertificates (Node 22.15) counts NODE_EXTRA_CA_CERTS in; rootCertificates, before it, does not.
+    const defaults =
+      typeof tls.getCACertificates === 'function' ? tls.getCACertificates('default') : tls.rootCertificates;
+    options.ca = [...defaults, given.ca.pem];
+  }
+  if (given.client !== undefined) {
+    options.cert = given.client.cert;
+    options.key = given.client.key.reveal();
+    if (given.client.passphrase !== undefined) options.passphrase = given.client.passphrase.reveal();
+  }
+  return options;
 }
 
 function answer(response: IncomingMessage): HttpAnswer {

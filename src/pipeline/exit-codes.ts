@@ -26,7 +26,7 @@ export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meani
   {
     code: EXIT.usage,
     meaning:
-      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a database that does not exist, a base URL the API answers 404 at, a pooler in transaction mode (each found before anything is written), a `--reset` declined at its question; a token the API rejects (401/403), on any request, stops the run at once',
+      'needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without `--reset`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a database that does not exist, a base URL the API answers 404 at, an API certificate that cannot be verified or a client certificate its gateway wants, a proxy that refuses (407, 403), a pooler in transaction mode (each found before anything is written), a `--reset` declined at its question; a token the API rejects (401/403), on any request, stops the run at once',
   },
   {
     code: EXIT.partial,
@@ -57,6 +57,9 @@ const NEEDS_A_PERSON = new Set<string>([
   'DB_NOT_FOUND',
   'API_NOT_FOUND',
   'DB_POOLER_UNSUPPORTED',
+  'API_CERTIFICATE_UNTRUSTED',
+  'API_CLIENT_CERTIFICATE_REFUSED',
+  'PROXY_REFUSED',
 ]);
 
 /** How a run ended, as far as its exit code goes. */

@@ -1,8 +1,18 @@
 import { EtlError } from '../errors.js';
 
-/** Errors every window of the run would meet the same way: a token the API rejects (401/403). */
+const STOPPING = new Set([
+  'TOKEN_REJECTED',
+  'API_CERTIFICATE_UNTRUSTED',
+  'API_CLIENT_CERTIFICATE_REFUSED',
+  'PROXY_REFUSED',
+]);
+
+/**
+ * Errors every window of the run would meet the same way: a token the API rejects (401/403), a certificate that
+ * cannot be verified, a proxy that refuses.
+ */
 export function stopsTheRun(error: unknown): error is EtlError {
-  return error instanceof EtlError && error.code === 'TOKEN_REJECTED';
+  return error instanceof EtlError && STOPPING.has(error.code);
 }
 
 /**

@@ -6,6 +6,7 @@ import { startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { cliEnv } from '../helpers/e2e-env.js';
+import { startForwardProxy } from '../helpers/forward-proxy.js';
 
 const db = await createTestDatabase();
 const sim = await startSimulator({ seed: 83, postsPerDay: 20 });
@@ -26,6 +27,14 @@ process.on('exit', () => {
 interface Loaded {
   readonly builtins: readonly string[];
   readonly urls: readonly string[];
+}
+
+/** The "modules loaded" lines of a run's stderr. */
+function loadedBy(stderr: string): Loaded[] {
+  return stderr
+    .split('\n')
+    .filter((line) => line.includes('"msg":"modules loaded"'))
+    .map((line) => JSON.parse(line) as Loaded);
 }
 
 beforeAll(async () => {
@@ -50,10 +59,7 @@ describe('what a run loads as it starts (the built CLI)', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.summary).toMatchObject({ status: 'succeeded', windows: { loaded: 1 } });
     expect(result.summary?.posts).toBeGreaterThan(0);
-    const loaded = result.stderr
-      .split('\n')
-      .filter((line) => line.includes('"msg":"modules loaded"'))
-      .map((line) => JSON.parse(line) as Loaded);
+    const loaded = loadedBy(result.stderr);
     // One line: the process that started replaced itself (execve) before it could exit.
     expect(loaded).toHaveLength(1);
     const { builtins, urls } = loaded[0]!;
@@ -65,5 +71,27 @@ describe('what a run loads as it starts (the built CLI)', () => {
         /\/(pino-pretty|cli-progress)\/|\/cli\/(live-progress|reset-confirm)\.js$/.test(url),
       ),
     ).toEqual([]);
+    // No proxy configured: no proxy code.
+    expect(urls.filter((url) => url.includes('/dist/src/api/proxy-tunnel.js'))).toEqual([]);
+  });
+
+  it('the proxy code loads when a proxy is configured', async () => {
+    const proxy = await startForwardProxy();
+    try {
+      const result = await runCli(
+        ['backfill', '--from', '2025-07-14', '--to', '2025-07-20', '--schema', 'startup_proxied'],
+        {
+          ...cliEnv(sim, db.url),
+          HTTP_PROXY: proxy.url,
+          NODE_OPTIONS: `--import=${preload}`,
+        },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      expect(proxy.requests.length).toBeGreaterThan(0);
+      const { urls } = loadedBy(result.stderr)[0]!;
+      expect(urls.filter((url) => url.includes('/dist/src/api/proxy-tunnel.js'))).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });
