@@ -10,8 +10,8 @@ export interface ForwardProxy {
   readonly connects: string[];
   /** Every absolute-form request's target URL, in order, refused ones included. */
   readonly requests: string[];
-  /** The next `count` CONNECTs that would be let through are answered `status` instead. */
-  refuseNext(count: number, status: number): void;
+  /** The next `count` CONNECTs that would be let through are answered `status` instead, or dropped unanswered. */
+  refuseNext(count: number, status: number | 'drop'): void;
   close(): Promise<void>;
 }
 
@@ -27,7 +27,7 @@ export async function startForwardProxy(options: ForwardProxyOptions = {}): Prom
   const connects: string[] = [];
   const requests: string[] = [];
   const sockets = new Set<Socket>();
-  let refusals: { count: number; status: number } = { count: 0, status: 503 };
+  let refusals: { count: number; status: number | 'drop' } = { count: 0, status: 503 };
   const expected =
     options.credentials === undefined
       ? undefined
@@ -80,6 +80,10 @@ export async function startForwardProxy(options: ForwardProxyOptions = {}): Prom
     }
     if (refusals.count > 0) {
       refusals = { ...refusals, count: refusals.count - 1 };
+      if (refusals.status === 'drop') {
+        client.destroy();
+        return;
+      }
       client.end(`HTTP/1.1 ${refusals.status} Refused\r\nContent-Length: 0\r\n\r\n`);
       return;
     }
