@@ -114,7 +114,11 @@ export class HttpTransport {
           : tls
             ? this.#https.request(request.url, options, onAnswer)
             : this.#http.request(request.url, options, onAnswer);
-      sent.on('error', reject);
+      sent.on('error', (error: Error) => {
+        // In absolute form, the connection is the proxy's: its failure is told as the proxy's.
+        if (target === undefined || proxy === undefined || request.signal.aborted) reject(error);
+        else reject(proxyUnreachable(proxy, error));
+      });
       sent.end(request.body);
     });
   }
@@ -135,6 +139,17 @@ export class HttpTransport {
     );
     return this.#tunnelAgent;
   }
+}
+
+/** A connection to the proxy that failed, or closed before its answer. */
+export function proxyUnreachable(proxy: ProxyConfig, error: Error, what = 'answering'): ProxyError {
+  const code = (error as NodeJS.ErrnoException).code ?? error.message;
+  return new ProxyError(
+    proxy.origin,
+    undefined,
+    `the proxy ${proxy.origin} (${proxy.source}) could not be reached, or closed the connection before ${what}: ${code}`,
+    { cause: error },
+  );
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions, TLSSocket } from 'node:tls';
 import type { ProxyConfig } from '../config.js';
-import { ProxyError } from './http-transport.js';
+import { ProxyError, proxyUnreachable } from './http-transport.js';
 
 type Callback = (error: Error | null, stream: Duplex) => void;
 
@@ -84,12 +84,7 @@ export class TunnelAgent extends https.Agent {
       settle(
         error instanceof ProxyError
           ? error
-          : new ProxyError(
-              proxy.origin,
-              undefined,
-              `the proxy ${proxy.origin} (${proxy.source}) could not be reached, or closed the connection before answering CONNECT ${authority}: ${(error as NodeJS.ErrnoException).code ?? error.message}`,
-              { cause: error },
-            ),
+          : proxyUnreachable(proxy, error, `answering CONNECT ${authority}`),
       );
     });
     connect.once('close', () => {

@@ -90,5 +90,16 @@ describe('the API client through a forward proxy', () => {
     expect(error).toMatchObject({ code: 'API_NETWORK_ERROR' });
     expect(error.message).toContain(`the proxy http://127.0.0.1:${port} (HTTPS_PROXY) could not be reached`);
     expect(retries.length).toBe(3);
+
+    const url = new URL(sim.baseUrl);
+    const plain = clientFor(
+      { baseUrl: `http://${INTERNAL}:${url.port}${url.pathname}`, token: sim.token },
+      { HTTP_PROXY: `http://127.0.0.1:${port}`, POST_REPORTS_ALLOW_HTTP: 'true' },
+    );
+    const absolute = await failure(() => plain.client.getJson('reports/posts/dimensions'));
+    expect(absolute).toMatchObject({ code: 'API_NETWORK_ERROR' });
+    expect(absolute.message).toContain(
+      `the proxy http://127.0.0.1:${port} (HTTP_PROXY) could not be reached`,
+    );
   });
 });
