@@ -7,6 +7,8 @@ import { startTlsFront, type TlsFront } from '../../helpers/tls-front.js';
 import { clientFor, failure } from '../extract/harness.js';
 
 const INTERNAL = 'api.internal.test';
+/** Another name the proxy maps to the same server, which its certificate is not for. */
+const ELSEWHERE = 'other.internal.test';
 const PASSWORD = 'tunnel-s3cret';
 let sim: RunningSimulator;
 let ca: TestCa;
@@ -17,7 +19,10 @@ beforeAll(async () => {
   sim = await startSimulator({ seed: 3, postsPerDay: 2 });
   ca = makeTestCa([INTERNAL]);
   front = await startTlsFront(Number(new URL(sim.baseUrl).port), { cert: ca.serverCert, key: ca.serverKey });
-  proxy = await startForwardProxy({ credentials: { user: 'etl', password: PASSWORD }, hosts: [INTERNAL] });
+  proxy = await startForwardProxy({
+    credentials: { user: 'etl', password: PASSWORD },
+    hosts: [INTERNAL, ELSEWHERE],
+  });
 });
 afterAll(async () => {
   await proxy.close();
@@ -78,6 +83,18 @@ describe('the API client through a forward proxy', () => {
     expect(error).toMatchObject({ code: 'PROXY_REFUSED' });
     expect(error.message).toContain(`the proxy http://127.0.0.1:${proxy.port} (HTTP_PROXY) answered 407`);
     expect(error.message).not.toContain('wrong-one');
+    expect(retries).toEqual([]);
+  });
+
+  it('a certificate for another name is API_CERTIFICATE_UNTRUSTED at the first attempt, naming the host', async () => {
+    const { client, retries } = clientFor(
+      { baseUrl: front.urlFor(sim.baseUrl, ELSEWHERE), token: sim.token },
+      { HTTPS_PROXY: proxy.url, POST_REPORTS_API_CA_FILE: ca.caFile },
+    );
+    const error = await failure(() => client.getJson('reports/posts/dimensions'));
+    expect(error).toMatchObject({ code: 'API_CERTIFICATE_UNTRUSTED', final: true });
+    expect(error.message).toContain(`the certificate of ${ELSEWHERE}:${front.port} is not for that name`);
+    expect(error.message).toContain('ERR_TLS_CERT_ALTNAME_INVALID');
     expect(retries).toEqual([]);
   });
 
