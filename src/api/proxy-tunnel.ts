@@ -64,7 +64,8 @@ export class TunnelAgent extends https.Agent {
     }, this.#connectTimeoutMs);
     connect.once('connect', (response: IncomingMessage, socket: Socket, head: Buffer) => {
       clearTimeout(timer);
-      if (response.statusCode !== 200) {
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status > 299) {
         socket.destroy();
         settle(
           new ProxyError(
