@@ -98,6 +98,12 @@ export class ApiClient {
       tls: config.tls,
       proxyConnectTimeoutMs: config.requestTimeoutMs,
     });
+    if (config.proxy !== undefined) {
+      this.#logger.debug(
+        { proxy: config.proxy.origin, from: config.proxy.source },
+        'the API through a proxy',
+      );
+    }
   }
 
   /** GET a JSON resource below the base URL (`path` relative to it, e.g. `reports/posts/dimensions`). */
