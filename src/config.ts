@@ -71,6 +71,10 @@ export interface DbConfig {
   readonly organization: string;
   /** The period of the partitions created for new dates (those loaded keep theirs). */
   readonly partitionPeriod: PartitionPeriod;
+  /** Most columns of posts for undocumented fields (schema-evolution.ts ColumnBudget). Absent: the default. */
+  readonly columnBudget?: number;
+  /** Most widenings of posts' columns a run makes. Absent: the default. */
+  readonly wideningsPerRun?: number;
   readonly statementTimeoutMs: number;
   readonly lockWaitMs: number;
   /** Opening a connection, or waiting for a free one in the pool; 0: no limit. Absent: 0. */
@@ -274,6 +278,18 @@ export const SETTINGS = {
     placeholder: '<year|month|none>',
     default: 'year',
     description: 'Partitions of posts for a new schema or new dates: year, month or none (one for all dates)',
+  },
+  columnBudget: {
+    env: 'POST_REPORTS_COLUMN_BUDGET',
+    default: '1000',
+    description:
+      'Most columns of posts for undocumented fields, all organizations together (one organization: a quarter); fields beyond go to _extra_fields',
+  },
+  wideningsPerRun: {
+    env: 'POST_REPORTS_WIDENINGS_PER_RUN',
+    default: '20',
+    description:
+      'Most column widenings of posts a run makes (each rewrites every partition); beyond: _extra_fields',
   },
   statementTimeoutMs: {
     env: 'POST_REPORTS_STATEMENT_TIMEOUT_MS',
@@ -1006,6 +1022,9 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
     schema: identifier('schema', env, flags, problems),
     organization: organization(env, flags, problems),
     partitionPeriod: partitionPeriod(env, flags, problems),
+    // Below PostgreSQL's 1,600 columns a table, with room for the documented fields and the connector's own.
+    columnBudget: integer('columnBudget', env, flags, problems, 0, 1400),
+    wideningsPerRun: integer('wideningsPerRun', env, flags, problems, 0, 10_000),
     statementTimeoutMs: integer('statementTimeoutMs', env, flags, problems, 0, 86_400_000),
     lockWaitMs: integer('lockWaitMs', env, flags, problems, 0, 86_400_000),
     lockTimeoutMs: integer('lockTimeoutMs', env, flags, problems, 0, 86_400_000),

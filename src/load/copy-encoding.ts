@@ -117,6 +117,42 @@ export interface PageColumn {
   readonly field: string;
   readonly column: string;
   readonly type: ColumnType;
+  /**
+   * Set on the last column only, a jsonb column: it holds these fields of a post (those without a column of their
+   * own) as one object keyed by field name, in this order; NULL for a post that has none of them.
+   */
+  readonly fields?: readonly string[];
+}
+
+/** A value as JSON text: numbers as their exact digits, documents as they are. */
+export function jsonOf(value: Exclude<FieldValue, null>): string {
+  switch (typeof value) {
+    case 'number':
+      return String(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'string':
+      return JSON.stringify(value);
+    default:
+      if (value instanceof ExactNumber) return value.text;
+      if (value instanceof JsonDocument) return value.json;
+      return 'null';
+  }
+}
+
+/** The COPY field of a post's fields without columns: `{"name":value,…}` (names with values), or NULL for none. */
+export function encodeObject(
+  names: readonly string[],
+  values: readonly (string | undefined)[],
+  stats: EncodeStats,
+): string {
+  let json = '';
+  for (let k = 0; k < names.length; k++) {
+    const value = values[k];
+    if (value === undefined) continue;
+    json += `${json === '' ? '{' : ','}${JSON.stringify(names[k]!)}:${value}`;
+  }
+  return json === '' ? COPY_NULL : encodeJson(`${json}}`, stats);
 }
 
 /** Rows per page at most: the stage orders occurrences by `_seq` = page × 2^20 + position in the page. */
@@ -141,6 +177,8 @@ export function encodePage(
 ): { posts: string; segments: string; segmentRows: number } {
   const rows: string[] = new Array(posts.length);
   const segments: string[] = [];
+  const extra = columns.at(-1)?.fields;
+  const plain = extra === undefined ? columns.length : columns.length - 1;
   for (let i = 0; i < posts.length; i++) {
     const post = posts[i]!;
     // The id goes into COPY text unescaped: it must be the canonical digits the contract promises.
@@ -150,10 +188,17 @@ export function encodePage(
     const head = `${sequenceOf(page, i)}\t${post.id}`;
     let line = head;
     const fields = post.fields;
-    for (let c = 0; c < columns.length; c++) {
+    for (let c = 0; c < plain; c++) {
       const col = columns[c]!;
       const value = fields[col.field];
       line += value === undefined || value === null ? '\t\\N' : `\t${encodeValue(value, col.type, stats)}`;
+    }
+    if (extra !== undefined) {
+      const values = extra.map((name) => {
+        const value = fields[name];
+        return value === undefined || value === null ? undefined : jsonOf(value);
+      });
+      line += `\t${encodeObject(extra, values, stats)}`;
     }
     rows[i] = line;
     // A pair is written once per post, compared as written: "a\u0000" and "a\uFFFD" are one pair once NUL is

@@ -13,4 +13,14 @@ export interface LoadContext {
   readonly logger: Logger;
   /** The documented fields' column types. */
   readonly declared: ReadonlyMap<string, DeclaredType>;
+  /** What the run has done to posts' columns so far: the budget of what it may still do follows from it. */
+  readonly columns: RunColumns;
+}
+
+/** Counted over a run (one Loader), never across runs. */
+export interface RunColumns {
+  /** Columns of posts widened in this run. */
+  widenings: number;
+  /** Fields the run found no room for and logged: each is logged once a run. */
+  readonly kept: Set<string>;
 }

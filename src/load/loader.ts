@@ -40,6 +40,7 @@ export class Loader {
       scope: scopeOf(target),
       logger,
       declared: declaredTypes(target.postIdField),
+      columns: { widenings: 0, kept: new Set() },
     };
   }
 

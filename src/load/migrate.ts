@@ -32,6 +32,10 @@ export interface Target {
   partitionPeriod?: PartitionPeriod;
   /** The organization whose rows and state are loaded (default: `default`). */
   org?: string;
+  /** The columns of undocumented fields posts may hold, all organizations together (default: 1,000). */
+  columnBudget?: number | undefined;
+  /** The widenings of posts' columns a run may make (default: 20). */
+  wideningsPerRun?: number | undefined;
 }
 
 export interface MigrateOptions {

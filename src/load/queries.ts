@@ -41,12 +41,12 @@ export function sqlType(type: ColumnType, catalogType: string): string {
 
 /** $1: the qualified posts table. Registry rows, then every column of posts with a null field. */
 export function readRegistry(schema: string): string {
-  return `SELECT f.field, f.column_name, format_type(a.atttypid, a.atttypmod) AS sql_type
+  return `SELECT f.field, f.column_name, format_type(a.atttypid, a.atttypmod) AS sql_type, f.org
             FROM ${qualified(schema, 'field_columns')} f
             LEFT JOIN pg_attribute a
               ON a.attrelid = to_regclass($1) AND a.attname = f.column_name AND a.attnum > 0 AND NOT a.attisdropped
           UNION ALL
-          SELECT NULL, a.attname::text, NULL
+          SELECT NULL, a.attname::text, NULL, NULL
             FROM pg_attribute a
            WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`;
 }
@@ -69,11 +69,14 @@ export function addColumns(
   return `ALTER TABLE ${qualified(schema, table)} ${clauses.join(', ')}`;
 }
 
-/** $1 fields, $2 their columns (text arrays of the same length). */
+/** $1 fields, $2 their columns (text arrays of the same length), $3 the organization whose page added them. */
 export function registerFields(schema: string): string {
-  return `INSERT INTO ${qualified(schema, 'field_columns')} (field, column_name)
-          SELECT * FROM unnest($1::text[], $2::text[])`;
+  return `INSERT INTO ${qualified(schema, 'field_columns')} (field, column_name, org)
+          SELECT f, c, $3 FROM unnest($1::text[], $2::text[]) AS u(f, c)`;
 }
+
+/** $1 the qualified table: its columns, dropped ones included, as PostgreSQL counts them against its limit. */
+export const columnSlots = `SELECT count(*)::int AS n FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0`;
 
 // ---- stage -------------------------------------------------------------------------------------------------
 

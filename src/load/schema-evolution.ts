@@ -38,6 +38,7 @@ import type { Target } from './migrate.js';
 import { partitionKeys } from './period-partitions.js';
 import { DUPLICATE_COLUMN, sqlState } from './pg-error-codes.js';
 import * as queries from './queries.js';
+import { scopeOf } from './scope.js';
 import { qualified } from './table-names.js';
 
 /** A field's column in the posts table. */
@@ -48,6 +49,8 @@ export interface ColumnInfo {
   readonly sqlType: string;
   /** False when the registry names a column that is not (or no longer) in posts. */
   readonly exists: boolean;
+  /** The organization whose page added the column (null or absent: added before organizations were recorded). */
+  readonly org?: string | null;
 }
 
 export interface Registry {
@@ -63,9 +66,61 @@ export interface ColumnChange {
 }
 
 export interface PagePlan {
-  /** The fields with a non-null value in the page, with the column type they need. */
+  /** The fields with a non-null value in the page that go to their columns, with the column type they need. */
   readonly fields: ReadonlyMap<string, ColumnType>;
   readonly changes: readonly ColumnChange[];
+  /**
+   * The fields of the page kept in EXTRA_FIELDS_COLUMN instead of a column of their own: no room is left for their
+   * column (ColumnBudget), or their column would need a widening beyond the run's. Empty almost always.
+   */
+  readonly spilled: readonly string[];
+}
+
+/** The jsonb column of posts that keeps, keyed by the API's field name, the fields that have no column of their own. */
+export const EXTRA_FIELDS_COLUMN = '_extra_fields';
+
+/**
+ * How many columns of its own an undocumented field may get (documented fields always get theirs). Every
+ * organization of a schema shares the columns of posts, and PostgreSQL allows 1,600 a table, dropped ones
+ * included: `columns` caps the columns of undocumented fields all organizations together add, and one organization
+ * adds at most a quarter of them (organizationShare), so that no organization's API uses up the room of the
+ * others. A column one organization added serves every other that sends the field, at no cost to them.
+ */
+export interface ColumnBudget {
+  readonly columns: number;
+  /** The organization whose pages are planned. */
+  readonly org: string;
+  /** The widenings of posts' columns still allowed in this run: each rewrites every partition of the schema. */
+  readonly wideningsLeft: number;
+}
+
+export const DEFAULT_COLUMN_BUDGET = 1000;
+export const DEFAULT_WIDENINGS_PER_RUN = 20;
+
+/** PostgreSQL's most columns a table may have, dropped ones included (MaxHeapAttributeNumber). */
+const MAX_TABLE_COLUMNS = 1600;
+/** Room kept below it for documented fields and the connector's own columns, whatever the budget says. */
+const RESERVED_COLUMNS = 100;
+
+/** The columns one organization may add: a quarter of the budget. */
+export function organizationShare(columns: number): number {
+  return Math.max(1, Math.floor(columns / 4));
+}
+
+/** The fields whose columns count against the budget: undocumented fields with a column, all and `org`'s. */
+function budgetUsed(
+  registry: Registry,
+  declared: ReadonlyMap<string, DeclaredType>,
+  org: string,
+): { all: number; own: number } {
+  let all = 0;
+  let own = 0;
+  for (const [field, info] of registry.byField) {
+    if (!info.exists || declared.has(field)) continue;
+    all++;
+    if (info.org === org) own++;
+  }
+  return { all, own };
 }
 
 /** Where a page comes from, for error messages. */
@@ -76,10 +131,12 @@ export interface PagePlace {
 
 /** Reads the field→column registry with the current column types of posts. */
 export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Target): Promise<Registry> {
-  const result = await client.query<{ field: string | null; column_name: string; sql_type: string | null }>(
-    queries.readRegistry(target.schema),
-    [qualified(target.schema, 'posts')],
-  );
+  const result = await client.query<{
+    field: string | null;
+    column_name: string;
+    sql_type: string | null;
+    org: string | null;
+  }>(queries.readRegistry(target.schema), [qualified(target.schema, 'posts')]);
   const byField = new Map<string, ColumnInfo>();
   const taken = new Set<string>();
   for (const row of result.rows) {
@@ -90,6 +147,7 @@ export async function readRegistry(client: pg.Pool | pg.PoolClient, target: Targ
       type: row.sql_type === null ? 'other' : columnTypeOf(row.sql_type),
       sqlType: row.sql_type ?? 'text',
       exists: row.sql_type !== null,
+      org: row.org,
     });
   }
   return { byField, taken };
@@ -106,13 +164,27 @@ export function planPage(
   registry: Registry,
   place: PagePlace,
   declared: ReadonlyMap<string, DeclaredType> = new Map(),
+  budget?: ColumnBudget,
 ): PagePlan {
   const kinds = posts instanceof PageTape ? tapeKinds(posts) : postKinds(posts);
   const types = new Map<string, ColumnType>();
   const changes: ColumnChange[] = [];
+  const spilled: string[] = [];
+  // Counted only for a page that brings a field without a column: most pages bring none.
+  let used: { all: number; own: number } | undefined;
+  let widenings = 0;
   for (const [field, mask] of kinds) {
     const info = registry.byField.get(field);
     const existing = info?.exists === true;
+    if (!existing && budget !== undefined && !declared.has(field)) {
+      used ??= budgetUsed(registry, declared, budget.org);
+      if (used.all >= budget.columns || used.own >= organizationShare(budget.columns)) {
+        spilled.push(field);
+        continue;
+      }
+      used.all++;
+      used.own++;
+    }
     let type: ColumnType = existing ? info.type : (declared.get(field) ?? joinedType(mask));
     // Strings with numbers make a text column whichever came first: a bigint or numeric column an earlier page
     // made is widened to text, its numbers printed as numeric::text prints them, the form numbers staged into a
@@ -133,12 +205,22 @@ export function planPage(
     }
     if (widen) type = 'numeric';
     if (type === 'date') checkDates(posts, field, place);
-    types.set(field, type);
-    if (type === 'other') continue;
+    if (type === 'other') {
+      types.set(field, type);
+      continue;
+    }
     if (!existing) changes.push({ field, action: 'add', type });
-    else if (widens(info.type, type)) changes.push({ field, action: 'widen', type });
+    else if (widens(info.type, type)) {
+      if (budget !== undefined && widenings >= budget.wideningsLeft) {
+        spilled.push(field);
+        continue;
+      }
+      widenings++;
+      changes.push({ field, action: 'widen', type });
+    }
+    types.set(field, type);
   }
-  return { fields: types, changes };
+  return { fields: types, changes, spilled };
 }
 
 /** The kinds of values each field holds in the page, as a bit set: one pass, no allocation per value. */
@@ -298,13 +380,54 @@ export async function evolvePosts(
   changes: readonly ColumnChange[],
   signal?: AbortSignal,
   owned: Iterable<string> = [],
+  budget?: { readonly budget: ColumnBudget; readonly declared: ReadonlyMap<string, DeclaredType> },
 ): Promise<Registry> {
   // Processes loading side by side meet the same new fields in their first pages: when another one has made
   // these changes already, nothing waits for the DDL lock, which a commit holds while it runs. The caller plans
   // its page again against the registry returned.
   const current = await readRegistry(pool, target);
   if (!changes.some((change) => isNeeded(change, current))) return current;
-  return applyChanges(pool, target, logger, changes, signal, owned);
+  return applyChanges(pool, target, logger, changes, signal, owned, budget);
+}
+
+/**
+ * The adds among `ordered` that fit, as posts is under the DDL lock: the budget as planPage counts it (another
+ * process may have used the room since the page was planned), and PostgreSQL's own limit less the reserve.
+ * Documented fields always get their column.
+ */
+async function fitting(
+  client: pg.PoolClient,
+  target: Target,
+  registry: Registry,
+  ordered: readonly ColumnChange[],
+  budget: { readonly budget: ColumnBudget; readonly declared: ReadonlyMap<string, DeclaredType> },
+): Promise<ColumnChange[]> {
+  const { budget: room, declared } = budget;
+  const used = budgetUsed(registry, declared, room.org);
+  const { rows } = await client.query<{ n: number }>(queries.columnSlots, [
+    qualified(target.schema, 'posts'),
+  ]);
+  let slots = rows[0]?.n ?? 0;
+  const kept: ColumnChange[] = [];
+  for (const change of ordered) {
+    if (
+      change.action === 'add' &&
+      !declared.has(change.field) &&
+      registry.byField.get(change.field)?.exists !== true
+    ) {
+      if (
+        used.all >= room.columns ||
+        used.own >= organizationShare(room.columns) ||
+        slots >= MAX_TABLE_COLUMNS - RESERVED_COLUMNS
+      )
+        continue;
+      used.all++;
+      used.own++;
+      slots++;
+    }
+    kept.push(change);
+  }
+  return kept;
 }
 
 /** evolvePosts' DDL transaction: the changes still needed under the DDL lock, made and logged. */
@@ -315,7 +438,9 @@ async function applyChanges(
   changes: readonly ColumnChange[],
   signal: AbortSignal | undefined,
   owned: Iterable<string>,
+  budget?: { readonly budget: ColumnBudget; readonly declared: ReadonlyMap<string, DeclaredType> },
 ): Promise<Registry> {
+  const org = budget?.budget.org ?? scopeOf(target).org;
   // Plain names first: a field whose name is a column name takes it before any renamed field is named.
   const ordered = [...changes].sort(
     (a, b) => Number(!isPlainColumnName(a.field)) - Number(!isPlainColumnName(b.field)),
@@ -339,7 +464,9 @@ async function applyChanges(
         const taken = new Set(registry.taken);
         const reserved = new Set([...owned, ...registry.byField.keys()]);
         const unregistered: { field: string; column: string }[] = [];
-        for (const change of ordered) {
+        const allowed =
+          budget === undefined ? ordered : await fitting(client, target, registry, ordered, budget);
+        for (const change of allowed) {
           const info = registry.byField.get(change.field);
           if (change.action !== 'add' || info?.exists) continue;
           const column = info?.column ?? chooseColumnName(change.field, taken, reserved);
@@ -356,6 +483,7 @@ async function applyChanges(
           await client.query(queries.registerFields(target.schema), [
             unregistered.map((u) => u.field),
             unregistered.map((u) => u.column),
+            org,
           ]);
         }
         for (const change of ordered) {

@@ -16,7 +16,17 @@ import { lockForTransaction, windowLockKey } from './locks.js';
 import { periodToOpen } from './period-partitions.js';
 import { sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
-import { evolvePosts, type PagePlan, planPage, type Registry, readRegistry } from './schema-evolution.js';
+import {
+  type ColumnBudget,
+  DEFAULT_COLUMN_BUDGET,
+  DEFAULT_WIDENINGS_PER_RUN,
+  EXTRA_FIELDS_COLUMN,
+  evolvePosts,
+  type PagePlan,
+  planPage,
+  type Registry,
+  readRegistry,
+} from './schema-evolution.js';
 import {
   alignColumns,
   checkWindow,
@@ -164,8 +174,8 @@ export async function preparePage(
   }
   try {
     signal?.throwIfAborted();
-    const { fields, registry } = await evolveFor(context, window, page, known, signal);
-    const columns = pageColumns(fields, registry);
+    const { fields, spilled, registry } = await evolveFor(context, window, page, known, signal);
+    const columns = pageColumns(fields, spilled, registry);
     const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
     const text = encode(page.posts, page.index, columns, stats, pools);
     return {
@@ -218,19 +228,27 @@ async function evolveFor(
   page: StagedPage,
   known: Registry | undefined,
   signal?: AbortSignal,
-): Promise<{ fields: ReadonlyMap<string, unknown>; registry: Registry }> {
+): Promise<{ fields: ReadonlyMap<string, unknown>; spilled: readonly string[]; registry: Registry }> {
   const { pool, target, logger, declared } = context;
   // Messages count pages from 1, as the API's reader and the run's log do.
   const place = { window: windowLabel(window), page: page.index + 1 };
+  const budget = (): ColumnBudget => ({
+    columns: target.columnBudget ?? DEFAULT_COLUMN_BUDGET,
+    org: context.scope.org,
+    wideningsLeft: Math.max(
+      0,
+      (target.wideningsPerRun ?? DEFAULT_WIDENINGS_PER_RUN) - context.columns.widenings,
+    ),
+  });
   let registry = known ?? (await readRegistry(pool, target));
   let plan: PagePlan;
   try {
-    plan = planPage(page.posts, registry, place, declared);
+    plan = planPage(page.posts, registry, place, declared, budget());
   } catch (error) {
     if (known === undefined || !(error instanceof DataError)) throw error;
     // An operator may have widened the column since, as the error tells them to.
     registry = await readRegistry(pool, target);
-    plan = planPage(page.posts, registry, place, declared);
+    plan = planPage(page.posts, registry, place, declared, budget());
   }
   for (let round = 0; plan.changes.length > 0; round++) {
     if (round >= 5) {
@@ -240,13 +258,37 @@ async function evolveFor(
       );
     }
     signal?.throwIfAborted();
-    registry = await evolvePosts(pool, target, logger, plan.changes, signal, [
-      ...declared.keys(),
-      ...plan.fields.keys(),
-    ]);
-    plan = planPage(page.posts, registry, place, declared);
+    const room = budget();
+    registry = await evolvePosts(
+      pool,
+      target,
+      logger,
+      plan.changes,
+      signal,
+      [...declared.keys(), ...plan.fields.keys(), ...plan.spilled],
+      { budget: room, declared },
+    );
+    context.columns.widenings += plan.changes.filter((change) => change.action === 'widen').length;
+    plan = planPage(page.posts, registry, place, declared, budget());
   }
-  return { fields: plan.fields, registry };
+  if (plan.spilled.length > 0) logKept(context, plan.spilled);
+  return { fields: plan.fields, spilled: plan.spilled, registry };
+}
+
+/** Names, once a run, the fields kept in the extra column, and why. */
+function logKept(context: LoadContext, spilled: readonly string[]): void {
+  const fresh = spilled.filter((field) => !context.columns.kept.has(field));
+  if (fresh.length === 0) return;
+  for (const field of fresh) context.columns.kept.add(field);
+  context.logger.warn(
+    {
+      count: fresh.length,
+      fields: fresh,
+      columnBudget: context.target.columnBudget ?? DEFAULT_COLUMN_BUDGET,
+      wideningsPerRun: context.target.wideningsPerRun ?? DEFAULT_WIDENINGS_PER_RUN,
+    },
+    `fields without a column of their own (column budget, or widenings a run may make, reached): kept in ${EXTRA_FIELDS_COLUMN}`,
+  );
 }
 
 /** What a window's writer knows of its stage from the page it wrote before (see writePage). */
@@ -474,12 +516,17 @@ async function stageExists(client: pg.PoolClient, schema: string, row: ProgressR
 // The SQL type each page column has in the stage: the posts column's type; a hand-set type is staged as text.
 function stageTypes(columns: readonly PageColumn[], registry: Registry): string[] {
   return columns.map((column) => {
+    if (column.fields !== undefined) return 'jsonb';
     const info = registry.byField.get(column.field)!;
     return info.type === 'other' ? 'text' : queries.sqlType(info.type, info.sqlType);
   });
 }
 
-function pageColumns(fields: ReadonlyMap<string, unknown>, registry: Registry): PageColumn[] {
+function pageColumns(
+  fields: ReadonlyMap<string, unknown>,
+  spilled: readonly string[],
+  registry: Registry,
+): PageColumn[] {
   const columns: PageColumn[] = [];
   for (const field of fields.keys()) {
     const info = registry.byField.get(field);
@@ -487,6 +534,8 @@ function pageColumns(fields: ReadonlyMap<string, unknown>, registry: Registry): 
       throw new StoreError('DB_ERROR', `field ${JSON.stringify(field)} has no column after schema evolution`);
     columns.push({ field, column: info.column, type: info.type });
   }
+  if (spilled.length > 0)
+    columns.push({ field: '', column: EXTRA_FIELDS_COLUMN, type: 'jsonb', fields: spilled });
   return columns;
 }
 

@@ -29,6 +29,7 @@ import { CopyBuffer } from './copy-buffer.js';
 import {
   type EncodeStats,
   encodeJson,
+  encodeObject,
   encodeValue,
   escapeCopyText,
   type PageColumn,
@@ -84,12 +85,20 @@ export function encodeTape(
   const byName = new Map<string, number>();
   for (let f = 0; f < tape.fields.length; f++) byName.set(tape.fields[f]!, f);
   const types: ColumnType[] = [];
-  for (let c = 0; c < columns.length; c++) {
+  const extra = columns.at(-1)?.fields;
+  const plain = extra === undefined ? columns.length : columns.length - 1;
+  for (let c = 0; c < plain; c++) {
     const f = byName.get(columns[c]!.field);
     if (f !== undefined) columnOf[f] = c;
     types.push(columns[c]!.type);
   }
-  const slots = new Int32Array(columns.length);
+  // The fields kept in the extra column, by their place in it (-1: not kept there).
+  const extraOf = new Int32Array(extra === undefined ? 0 : tape.fields.length).fill(-1);
+  for (let k = 0; k < (extra?.length ?? 0); k++) {
+    const f = byName.get(extra![k]!);
+    if (f !== undefined) extraOf[f] = k;
+  }
+  const slots = new Int32Array(plain);
   // A page's rows take half its bytes or so: its keys, quotes and commas are not written.
   const out = new CopyBuffer(Math.ceil(0.6 * bytes.length) + 64 * tape.length, pools?.posts);
   const segments = new CopyBuffer(tape.postSegments[tape.length]! * 64, pools?.segments);
@@ -154,12 +163,64 @@ export function encodeTape(
           break;
       }
     }
+    if (extra !== undefined) {
+      out.byte(TAB);
+      out.text(extraObject(tape, i, extra, extraOf, stats));
+    }
     out.byte(NEWLINE);
     if (tape.postSegments[i + 1]! > tape.postSegments[i]!) {
       segmentRows += writeSegments(segments, tape, i, sequence, rowStarts, stats);
     }
   }
   return { posts: out.done(), segments: segments.done(), segmentRows };
+}
+
+/** The COPY field of a post's values of the fields kept in the extra column, as encodePage writes it. */
+function extraObject(
+  tape: PageTape,
+  post: number,
+  names: readonly string[],
+  extraOf: Int32Array,
+  stats: EncodeStats,
+): string {
+  const { values, postValues } = tape;
+  const found: (string | undefined)[] = new Array(names.length);
+  for (let v = postValues[post]!; v < postValues[post + 1]!; v++) {
+    const k = extraOf[values[v * VALUE_STRIDE]!]!;
+    if (k >= 0) found[k] = valueJson(tape, v);
+  }
+  return encodeObject(names, found, stats);
+}
+
+/** A value of the tape as JSON text (undefined for null), as copy-encoding.ts jsonOf writes the decoded value. */
+function valueJson(tape: PageTape, v: number): string | undefined {
+  const { bytes, values, owned } = tape;
+  const at = v * VALUE_STRIDE;
+  const start = values[at + 2]!;
+  const end = values[at + 3]!;
+  switch (values[at + 1]!) {
+    case TAPE_STRING:
+      // A string without escapes: its bytes between quotes are its JSON text.
+      return `"${bytes.toString('utf8', start, end)}"`;
+    case TAPE_INTEGER:
+    case TAPE_INT64:
+    case TAPE_BIGNUM:
+    case TAPE_DECIMAL:
+      return bytes.toString('latin1', start, end);
+    case TAPE_TRUE:
+      return 'true';
+    case TAPE_FALSE:
+      return 'false';
+    case TAPE_OWNED_STRING:
+      return JSON.stringify(owned[start]!);
+    case TAPE_OWNED_JSON:
+      return owned[start]!;
+    case TAPE_JSON:
+    case TAPE_ESCAPED_JSON:
+      return bytes.toString('utf8', start, end);
+    default:
+      return undefined;
+  }
 }
 
 function writeId(out: CopyBuffer, tape: PageTape, post: number): void {

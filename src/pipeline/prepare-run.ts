@@ -66,6 +66,8 @@ export async function prepareRun(
     schema: scope.schema,
     postIdField: config.api.postIdField,
     partitionPeriod: config.db.partitionPeriod,
+    columnBudget: config.db.columnBudget,
+    wideningsPerRun: config.db.wideningsPerRun,
     org: scope.org,
   };
   await migrate(pool, target, logger, signal);

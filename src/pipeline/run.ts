@@ -65,6 +65,8 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
       schema: config.db.schema,
       postIdField: config.api.postIdField,
       partitionPeriod: config.db.partitionPeriod,
+      columnBudget: config.db.columnBudget,
+      wideningsPerRun: config.db.wideningsPerRun,
       org: config.db.organization,
     };
     const scope = runScope(config);

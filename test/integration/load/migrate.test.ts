@@ -20,6 +20,7 @@ const ALL = [
   '007_segment_value_hash_key.sql',
   '008_organizations.sql',
   '009_segment_key_hash.sql',
+  '010_column_budget.sql',
 ];
 
 describe('migrate', () => {
@@ -121,12 +122,22 @@ describe('migrate', () => {
     const after = await db.pool.query(
       'SELECT p.*, s.name, s.value FROM upgraded.posts p LEFT JOIN upgraded.post_custom_segments s USING (platform_post_id, _window_start) ORDER BY 1',
     );
-    expect(after.rows).toEqual(before.rows.map((row) => ({ ...row, _org: 'default' })));
+    expect(after.rows).toEqual(before.rows.map((row) => ({ ...row, _org: 'default', _extra_fields: null })));
     const parts = await db.pool.query<{ name: string }>(
       `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
         WHERE i.inhparent IN ('upgraded.posts'::regclass, 'upgraded.post_custom_segments'::regclass) ORDER BY 1`,
     );
     expect(parts.rows.map((r) => r.name)).toEqual(['post_custom_segments_y2026', 'posts_y2026']);
+    // Row-level security on every partition (migration 010): a broad grant opens none by its name.
+    const secured = await db.pool.query<{ name: string; rls: boolean }>(
+      `SELECT relname::text AS name, relrowsecurity AS rls FROM pg_class
+        WHERE relnamespace = 'upgraded'::regnamespace AND relname IN ('post_custom_segments_y2026', 'posts_y2026')
+        ORDER BY 1`,
+    );
+    expect(secured.rows).toEqual([
+      { name: 'post_custom_segments_y2026', rls: true },
+      { name: 'posts_y2026', rls: true },
+    ]);
     const leftovers = await db.pool.query(
       `SELECT to_regclass('upgraded.stage_20260119_20260125_posts') AS stage, (SELECT count(*)::int FROM upgraded.stage_progress) AS progress`,
     );
@@ -168,6 +179,12 @@ describe('migrate', () => {
     );
     const staged = await db.pool.query('SELECT _org FROM before_orgs.stage_20260112_20260118_posts');
     expect(staged.rows).toEqual([{ _org: 'default' }]);
+    // Its stages have row-level security, as a stage made now has (migration 010).
+    const secured = await db.pool.query<{ rls: boolean }>(
+      `SELECT relrowsecurity AS rls FROM pg_class WHERE relnamespace = 'before_orgs'::regnamespace
+          AND relname IN ('stage_20260112_20260118_posts', 'stage_20260112_20260118_segments')`,
+    );
+    expect(secured.rows).toEqual([{ rls: true }, { rls: true }]);
     // Every state row names its organization from now on.
     await expect(
       db.pool.query(
@@ -200,7 +217,10 @@ describe('migrate', () => {
          VALUES ('default', '2026-01-05', 1, 'Region', 'North'), ('default', '2026-01-05', 1, 'Region', $1)`,
       [long],
     );
-    expect((await migrate(db.pool, target, logger)).applied).toEqual(['009_segment_key_hash.sql']);
+    expect((await migrate(db.pool, target, logger)).applied).toEqual([
+      '009_segment_key_hash.sql',
+      '010_column_budget.sql',
+    ]);
     const keys = await db.pool.query<{ table: string; def: string }>(
       `SELECT x.indrelid::regclass::text AS table, regexp_replace(pg_get_indexdef(x.indexrelid), '^.* USING btree ', '') AS def
          FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
@@ -262,7 +282,9 @@ describe('migrate', () => {
       );
     const before = await read();
     expect((await migrate(db.pool, target, logger)).applied).toEqual(ALL.slice(1));
-    expect((await read()).rows).toEqual(before.rows.map((row) => ({ ...row, _org: 'default' })));
+    expect((await read()).rows).toEqual(
+      before.rows.map((row) => ({ ...row, _org: 'default', _extra_fields: null })),
+    );
     const parts = await db.pool.query<{ name: string }>(
       `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
         WHERE i.inhparent IN ('none_years.posts'::regclass, 'none_years.post_custom_segments'::regclass) ORDER BY 1`,

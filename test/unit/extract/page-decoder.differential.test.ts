@@ -173,6 +173,16 @@ function columnSets(fields: readonly string[], planned: PagePlan | string, seed:
   if (typeof planned !== 'string') {
     sets.push([...planned.fields].map(([field, type], i) => ({ field, column: `c${i}`, type })));
   }
+  // Half the fields in columns, the other half in one jsonb object, as fields beyond the column budget are.
+  const half = Math.floor(fields.length / 2);
+  if (fields.length > half) {
+    sets.push([
+      ...fields
+        .slice(0, half)
+        .map((field, i) => ({ field, column: `c${i}`, type: TYPES[(seed + i) % TYPES.length]! })),
+      { field: '', column: 'extra', type: 'jsonb', fields: fields.slice(half) },
+    ]);
+  }
   return sets;
 }
 
