@@ -166,7 +166,9 @@ function rows(posts: PagePosts, columns: readonly PageColumn[]): string {
 
 /** Column types for a page's fields: all one type, each its plan's, or each any (even one that refuses it). */
 function columnSets(fields: readonly string[], planned: PagePlan | string, seed: number): PageColumn[][] {
-  const sets: PageColumn[][] = TYPES.map((type) => fields.map((field, i) => ({ field, column: `c${i}`, type })));
+  const sets: PageColumn[][] = TYPES.map((type) =>
+    fields.map((field, i) => ({ field, column: `c${i}`, type })),
+  );
   sets.push(
     fields.map((field, i) => ({ field, column: `c${i}`, type: TYPES[(seed + i * 7) % TYPES.length]! })),
   );
