@@ -80,6 +80,16 @@ export const columnSlots = `SELECT count(*)::int AS n FROM pg_attribute WHERE at
 
 // ---- stage -------------------------------------------------------------------------------------------------
 
+/**
+ * A table statement followed by enabling row-level security on the table, with no policy: every partition and
+ * stage is made through it. A role that a broad grant (ON ALL TABLES IN SCHEMA, default privileges) gave SELECT on
+ * it reads no row by its name, while reads through the parents follow the parents' policies alone; the connector's
+ * role owns the table and is not filtered. A rename keeps it; a widening's copies are made so too.
+ */
+function secured(schema: string, table: string, create: string): string {
+  return `${create};\nALTER TABLE ${qualified(schema, table)} ENABLE ROW LEVEL SECURITY`;
+}
+
 /** What a stage is created for: its window and report fill the connector's columns by default. */
 export interface StageOf {
   readonly org: string;
@@ -95,14 +105,22 @@ export interface StageOf {
  * its progress (stage_progress is UNLOGGED too), so a resume never trusts pages the crash lost.
  */
 export function createStagePosts(schema: string, table: string, of: StageOf): string {
-  return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)},
+  return secured(
+    schema,
+    table,
+    `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)},
             _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
             _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
-            _loaded_at timestamptz NOT NULL DEFAULT now())`;
+            _loaded_at timestamptz NOT NULL DEFAULT now())`,
+  );
 }
 
 export function createStageSegments(schema: string, table: string, of: StageOf): string {
-  return `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL)`;
+  return secured(
+    schema,
+    table,
+    `CREATE UNLOGGED TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL)`,
+  );
 }
 
 /** The period a keyed stage is made for: its organization and dates ([from, to); null: unbounded). */
@@ -125,12 +143,16 @@ export function createKeyedStagePosts(
   period: StagePeriod,
 ): string {
   const id = pg.escapeIdentifier(of.postId);
-  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)},
+  return secured(
+    schema,
+    table,
+    `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)},
             _window_end date NOT NULL DEFAULT ${pg.escapeLiteral(of.end)},
             _report_id text NOT NULL DEFAULT ${pg.escapeLiteral(of.reportId)},
             _loaded_at timestamptz NOT NULL DEFAULT now(),
             CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}),
-            CONSTRAINT ${pg.escapeIdentifier(stageKeyIndex(table))} PRIMARY KEY (_org, _window_start, ${id}))`;
+            CONSTRAINT ${pg.escapeIdentifier(stageKeyIndex(table))} PRIMARY KEY (_org, _window_start, ${id}))`,
+  );
 }
 
 /** The segments stage to createKeyedStagePosts: keyed as migration 009 keys post_custom_segments. */
@@ -140,8 +162,12 @@ export function createKeyedStageSegments(
   of: StageOf,
   period: StagePeriod,
 ): string {
-  return `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL,
-            CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}))`;
+  return secured(
+    schema,
+    table,
+    `CREATE TABLE ${qualified(schema, table)} (${stageKey(of)}, name text NOT NULL, value text NOT NULL,
+            CONSTRAINT ${pg.escapeIdentifier(stagePeriodCheck(table))} CHECK (${periodTerms(period)}))`,
+  );
 }
 
 export function createStageSegmentsKey(schema: string, table: string, postId: string): string {
@@ -525,9 +551,13 @@ export function lockShare(schema: string, table: string): string {
   return `LOCK TABLE ${qualified(schema, table)} IN SHARE MODE`;
 }
 
-/** An empty table with the columns (types, NOT NULL, defaults) of another. */
+/** An empty table with the columns (types, NOT NULL, defaults) of another: a partition to be, secured. */
 export function createLike(schema: string, table: string, like: string): string {
-  return `CREATE TABLE ${qualified(schema, table)} (LIKE ${qualified(schema, like)} INCLUDING DEFAULTS)`;
+  return secured(
+    schema,
+    table,
+    `CREATE TABLE ${qualified(schema, table)} (LIKE ${qualified(schema, like)} INCLUDING DEFAULTS)`,
+  );
 }
 
 /** Copies every row, column by name: the copy's types take the values by assignment. */

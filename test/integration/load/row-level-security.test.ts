@@ -1,9 +1,12 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { evolvePosts } from '../../../src/load/schema-evolution.js';
+import { writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
-import { captureLogger, target } from './load-fixtures.js';
+import { captureLogger, load, post, stageAll, target } from './load-fixtures.js';
 
 const GUIDE = readFileSync(new URL('../../../docs/organizations.md', import.meta.url), 'utf8');
 
@@ -17,6 +20,8 @@ function guideBlock(marker: string): string {
 
 const db = await createTestDatabase();
 const SCHEMA = pg.escapeIdentifier(target.schema);
+/** A window of globex's staged and not committed. */
+const STAGED = { start: '2026-04-06', end: '2026-04-12' };
 
 /** The guide's role names: roles belong to the whole server, so each gets this database's name as a suffix. */
 const GUIDE_ROLES = ['acme_reader', 'globex_reader', 'post_reports_reader'] as const;
@@ -38,28 +43,21 @@ beforeAll(async () => {
   const found = await db.pool.query<{ name: string }>('SELECT current_database() AS name');
   suffix = found.rows[0]!.name;
 
-  // Two organizations' rows in both tables, through the parents, into partitions named as the loader names them.
-  for (const org of ['acme', 'globex']) {
-    for (const table of ['posts', 'post_custom_segments']) {
-      await db.pool.query(
-        `CREATE TABLE ${SCHEMA}.${pg.escapeIdentifier(`${table}_${org}_y2026`)}
-           PARTITION OF ${SCHEMA}.${pg.escapeIdentifier(table)}
-           FOR VALUES FROM (${pg.escapeLiteral(org)}, '2026-01-01') TO (${pg.escapeLiteral(org)}, '2027-01-01')`,
-      );
-    }
-  }
-  await db.pool.query(
-    `INSERT INTO ${SCHEMA}.posts (_org, platform_post_id, _window_start, _window_end, _report_id)
-     VALUES ('acme', 1, '2026-03-02', '2026-03-08', 'r1'), ('acme', 2, '2026-03-02', '2026-03-08', 'r1'),
-            ('acme', 3, '2026-03-09', '2026-03-15', 'r2'),
-            ('globex', 1, '2026-03-02', '2026-03-08', 'r3'), ('globex', 4, '2026-03-02', '2026-03-08', 'r3')`,
-  );
-  await db.pool.query(
-    `INSERT INTO ${SCHEMA}.post_custom_segments (_org, platform_post_id, _window_start, name, value)
-     VALUES ('acme', 1, '2026-03-02', 'Region', 'North'), ('acme', 3, '2026-03-09', 'Region', 'South'),
-            ('globex', 1, '2026-03-02', 'Region', 'East'), ('globex', 4, '2026-03-02', 'Region', 'West'),
-            ('globex', 4, '2026-03-02', 'Tier', 'Gold')`,
-  );
+  // Two organizations' rows in both tables, loaded by the connector into the partitions it makes, and a window of
+  // globex's staged, not committed: its stage holds its rows.
+  for (const org of ['acme', 'globex'])
+    await writeTarget(db.pool, { schema: target.schema, org }, target.postIdField, {});
+  const acme = new Loader(db.pool, { ...target, org: 'acme' }, captureLogger().logger);
+  const globex = new Loader(db.pool, { ...target, org: 'globex' }, captureLogger().logger);
+  const region = (value: string) => [{ name: 'Region', value }];
+  await load(acme, { start: '2026-03-02', end: '2026-03-08' }, 'r1', [
+    [post(1, {}, region('North')), post(2)],
+  ]);
+  await load(acme, { start: '2026-03-09', end: '2026-03-15' }, 'r2', [[post(3, {}, region('South'))]]);
+  await load(globex, { start: '2026-03-02', end: '2026-03-08' }, 'r3', [
+    [post(1, {}, region('East')), post(4, {}, [...region('West'), { name: 'Tier', value: 'Gold' }])],
+  ]);
+  await stageAll(globex, STAGED, 'r5', [[post(6, {}, region('North'))]]);
 
   // The connector's role owns the tables (a superuser is never filtered, so the owner must not be one).
   await db.pool.query(`CREATE ROLE ${pg.escapeIdentifier(owner())} NOLOGIN`);
@@ -91,11 +89,15 @@ afterAll(async () => {
   for (const name of roles) await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
 });
 
-/** Runs `work` in a transaction as `name` (a role of this file), then rolls it back. */
-async function as<T>(name: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in a transaction as `name` (a role of this file), then rolls it back. `grant`: statements run first,
+ * as a superuser, in the same transaction.
+ */
+async function as<T>(name: string, work: (client: pg.PoolClient) => Promise<T>, grant = ''): Promise<T> {
   const client = await db.pool.connect();
   try {
     await client.query('BEGIN');
+    if (grant !== '') await client.query(grant);
     await client.query(`SET LOCAL ROLE ${pg.escapeIdentifier(name)}`);
     return await work(client);
   } finally {
@@ -211,5 +213,99 @@ describe("docs/organizations.md's row-level security, as written there", () => {
       inserted: 1,
       after: { posts: [...ACME.posts, 'globex:5'], segments: all.segments },
     });
+  });
+});
+
+/** How many rows each table gives read by its own name, by table. */
+async function readByName(client: pg.ClientBase, tables: readonly string[]): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of tables) {
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${SCHEMA}.${pg.escapeIdentifier(table)}`,
+    );
+    counts[table] = rows[0]!.n;
+  }
+  return counts;
+}
+
+/** The partitions of both parents and the stages of windows in progress, as the connector made them. */
+async function connectorTables(): Promise<string[]> {
+  const { rows } = await db.pool.query<{ name: string }>(
+    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent IN (${pg.escapeLiteral(`${target.schema}.posts`)}::regclass,
+                            ${pg.escapeLiteral(`${target.schema}.post_custom_segments`)}::regclass)
+     UNION SELECT stage_posts FROM ${SCHEMA}.stage_progress UNION SELECT stage_segments FROM ${SCHEMA}.stage_progress
+     ORDER BY 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+const BROAD_GRANT = () =>
+  `GRANT SELECT ON ALL TABLES IN SCHEMA ${SCHEMA} TO ${pg.escapeIdentifier(role('acme_reader'))}`;
+
+describe('row-level security on every partition and stage the connector makes', () => {
+  it('a reader granted SELECT ON ALL TABLES IN SCHEMA still reads one organization only', async () => {
+    const tables = await connectorTables();
+    // Both organizations' partitions of both parents, and the stage of globex's window in progress.
+    expect(tables).toEqual([
+      'post_custom_segments_acme_y2026',
+      'post_custom_segments_globex_y2026',
+      'posts_acme_y2026',
+      'posts_globex_y2026',
+      'stage_globex_20260406_20260412_posts',
+      'stage_globex_20260406_20260412_segments',
+    ]);
+    const read = await as(
+      role('acme_reader'),
+      async (client) => ({ parents: await seen(client), byName: await readByName(client, tables) }),
+      BROAD_GRANT(),
+    );
+    expect(read).toEqual({
+      parents: ACME,
+      byName: Object.fromEntries(tables.map((table) => [table, 0])),
+    });
+  });
+
+  it('a table made after default privileges were set is made with row-level security too', async () => {
+    const reader = pg.escapeIdentifier(role('acme_reader'));
+    await db.pool.query(`ALTER DEFAULT PRIVILEGES IN SCHEMA ${SCHEMA} GRANT SELECT ON TABLES TO ${reader}`);
+    try {
+      // A window of a year globex has no partition of: its stage is the partition to be.
+      const globex = new Loader(db.pool, { ...target, org: 'globex' }, captureLogger().logger);
+      await stageAll(globex, { start: '2025-06-02', end: '2025-06-08' }, 'r6', [[post(7)]]);
+    } finally {
+      await db.pool.query(
+        `ALTER DEFAULT PRIVILEGES IN SCHEMA ${SCHEMA} REVOKE SELECT ON TABLES FROM ${reader}`,
+      );
+    }
+    const stages = ['stage_globex_20250602_20250608_posts', 'stage_globex_20250602_20250608_segments'];
+    expect(await connectorTables()).toEqual(expect.arrayContaining(stages));
+    // Granted by the default privileges alone, and no row read.
+    expect(await as(role('acme_reader'), (client) => readByName(client, stages))).toEqual({
+      [stages[0]!]: 0,
+      [stages[1]!]: 0,
+    });
+  });
+
+  it('a widening keeps it on every partition it makes again', async () => {
+    const { logger } = captureLogger();
+    await evolvePosts(db.pool, target, logger, [{ field: 'w_count', action: 'add', type: 'bigint' }]);
+    await evolvePosts(db.pool, target, logger, [{ field: 'w_count', action: 'widen', type: 'numeric' }]);
+    const { rows } = await db.pool.query<{ name: string; rls: boolean }>(
+      `SELECT c.relname::text AS name, c.relrowsecurity AS rls FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = ${pg.escapeLiteral(`${target.schema}.posts`)}::regclass ORDER BY 1`,
+    );
+    expect(rows).toEqual([
+      { name: 'posts_acme_y2026', rls: true },
+      { name: 'posts_globex_y2026', rls: true },
+    ]);
+    const tables = await connectorTables();
+    expect(
+      await as(
+        role('acme_reader'),
+        async (client) => ({ parents: await seen(client), byName: await readByName(client, tables) }),
+        BROAD_GRANT(),
+      ),
+    ).toEqual({ parents: ACME, byName: Object.fromEntries(tables.map((table) => [table, 0])) });
   });
 });
