@@ -6,6 +6,12 @@
  * short transaction under a transaction-level advisory lock keyed by the schema, and re-reads the catalog
  * under that lock, so windows staging concurrently (in this process or another) add each column once.
  *
+ * Columns for undocumented fields are budgeted (ColumnBudget): every organization of a schema shares posts, and
+ * one organization's API must not use up its 1,600 columns for all. A field beyond the budget, or whose column
+ * would need a widening beyond the run's, is kept with its exact values in EXTRA_FIELDS_COLUMN, and named in the
+ * log once a run. The budget is decided per new field, never per value: a page whose fields all have columns
+ * costs what it did.
+ *
  * Values a column cannot take fail the window: DataError('FIELD_TYPE_MISMATCH') naming the field, its column
  * type, the value's kind, the window and the page. A demanding user wants to know, not to find later that
  * some values were parked in a side column nobody reads. The remedy is explicit: an operator widens the

@@ -114,17 +114,28 @@ export function comparePosts(
     }
     if (post.date < row.ws || post.date > row.we)
       problems.push(`post ${post.id} dated ${post.date} is in window ${row.ws}..${row.we}`);
+    // Fields without a column of their own (the column budget) are in _extra_fields, keyed by their names.
+    const extra = (row.doc._extra_fields ?? null) as Record<string, unknown> | null;
     for (const [field, value] of Object.entries(post.fields)) {
       const column = columns.get(field);
-      if (column === undefined) {
-        problems.push(`field ${field} has no column`);
+      const kept = extra !== null && Object.hasOwn(extra, field);
+      if (column === undefined && !kept) {
+        problems.push(`field ${field} has no column and is not in _extra_fields`);
         continue;
       }
-      if (!sameValue(row.doc[column] ?? null, value)) {
+      if (column !== undefined && kept && row.doc[column] != null) {
+        problems.push(`post ${post.id} field ${field} is both in its column and in _extra_fields`);
+      }
+      const got = kept ? extra[field] : row.doc[column!];
+      if (!sameValue(got ?? null, value)) {
         problems.push(
-          `post ${post.id} field ${field}: loaded ${JSON.stringify(row.doc[column])}, expected ${JSON.stringify(value)}`,
+          `post ${post.id} field ${field}: loaded ${JSON.stringify(got)}, expected ${JSON.stringify(value)}`,
         );
       }
+    }
+    for (const field of Object.keys(extra ?? {})) {
+      if (!Object.hasOwn(post.fields, field))
+        problems.push(`post ${post.id} field ${field} was not sent but is in _extra_fields`);
     }
     // Every column not sent for this post must be NULL (absent, never invented).
     for (const [field, column] of columns) {
