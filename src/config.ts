@@ -529,8 +529,54 @@ export function launchPlan(
     ...(setsSemiSpace ? [`--max-semi-space-size=${semiSpace}`] : []),
     ...(setsOldSpace ? [`--initial-old-space-size=${oldSpace}`] : []),
   ];
-  return { action: 'restart', args: [...flags, ...start.execArgv, ...start.args], env };
+  // A password in --database-url is not handed on in the restarted process's arguments, which every local user
+  // reads (ps): it goes in its environment, which only its user reads, as PGPASSWORD, which the driver sends.
+  const args = [...start.args];
+  const inFlag = passwordInFlag(args);
+  if (inFlag !== undefined) {
+    args[inFlag.index] = inFlag.withoutPassword;
+    env.PGPASSWORD = inFlag.password;
+  }
+  return { action: 'restart', args: [...flags, ...start.execArgv, ...args], env };
 }
+
+/**
+ * The --database-url argument among `args` whose connection string holds a password: where it is, the password
+ * (decoded), and the argument without it. Undefined when there is none.
+ */
+export function passwordInFlag(
+  args: readonly string[],
+): { index: number; password: string; withoutPassword: string } | undefined {
+  const flag = SETTINGS.databaseUrl.flag ?? '--database-url';
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') return undefined;
+    const inline = arg.startsWith(`${flag}=`);
+    const index = inline ? i : arg === flag ? i + 1 : -1;
+    if (index < 0 || index >= args.length) continue;
+    const value = inline ? arg.slice(flag.length + 1) : args[index]!;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      continue;
+    }
+    if (url.password === '') continue;
+    let password: string;
+    try {
+      password = decodeURIComponent(url.password);
+    } catch {
+      password = url.password;
+    }
+    url.password = '';
+    const withoutPassword = inline ? `${flag}=${url.toString()}` : url.toString();
+    return { index, password, withoutPassword };
+  }
+  return undefined;
+}
+
+/** The warning for a password in --database-url, with what to use instead. */
+export const PASSWORD_IN_FLAG_WARNING = `${SETTINGS.databaseUrl.flag} holds a password, which every local user can read in the process list: give it in ${SETTINGS.databaseUrlFile.env}, PGPASSWORD or a password file (~/.pgpass, ${SETTINGS.passwordFile.env}) instead`;
 
 /**
  * The settings of a configuration file (--config, POST_REPORTS_CONFIG): a JSON object keyed by the settings'
@@ -775,7 +821,9 @@ function withPasswordFromFile(url: string, env: RawSettings, flags: Flags, probl
     return url;
   }
   const target = passwordTarget(parsed);
+  // As libpq: a password in the connection string wins, then PGPASSWORD, then the password file.
   if (parsed.password !== '' || target === undefined) return url;
+  if (env.PGPASSWORD !== undefined && env.PGPASSWORD !== '') return url;
   const named = raw('passwordFile', env, flags);
   const home = env.HOME;
   const path = named ?? (home === undefined || home === '' ? undefined : join(home, '.pgpass'));

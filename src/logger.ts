@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
-import { type DestinationStream, type Logger, pino } from 'pino';
+import { type DestinationStream, type LogFn, type Logger, pino } from 'pino';
 import type PinoPretty from 'pino-pretty';
 import { isConnectionLoss } from './errors.js';
+import { Scrubber, terminalSafe } from './secret.js';
 
 export type { Logger } from 'pino';
 
@@ -9,7 +10,7 @@ export interface LoggerOptions {
   level?: string;
   /** Human-readable output (pino-pretty); JSON otherwise. */
   pretty?: boolean;
-  /** Strings scrubbed from every line, whatever field they hide in (the API token). */
+  /** Secrets scrubbed from every line in every form (secret.ts secretForms), whatever field they hide in. */
   secrets?: readonly string[];
   /** Defaults to stderr: stdout is reserved for the run summary. */
   destination?: DestinationStream;
@@ -47,20 +48,32 @@ export function prettyDestination(destination: number | NodeJS.WritableStream): 
 
 /** Builds the one logger of a process; everything else receives it (or a child) as an argument. */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const secrets = (options.secrets ?? []).filter((s) => s.length > 0);
+  const scrubber = new Scrubber(options.secrets ?? []);
+  const pretty = options.pretty === true;
   const destination =
-    options.destination ??
-    (options.pretty ? prettyDestination(2) : pino.destination({ dest: 2, sync: true }));
+    options.destination ?? (pretty ? prettyDestination(2) : pino.destination({ dest: 2, sync: true }));
+  // On a terminal, text from the API (ids, statuses, field names, errors) shows its control characters instead of
+  // obeying them; JSON lines escape them already.
+  const clean = (text: string): string => (pretty ? terminalSafe(scrubber.text(text)) : scrubber.text(text));
+  const cleans = scrubber.active || pretty;
   return pino(
     {
       level: options.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      serializers: { err: serializeError },
-      ...(secrets.length > 0
+      serializers: {
+        err: cleans ? (error: unknown) => scrubber.value(serializeError(error), 0, clean) : serializeError,
+      },
+      ...(cleans
         ? {
             hooks: {
-              // The last line of defence: a secret that slipped into a message or an error's text is scrubbed.
-              streamWrite: (line: string) => scrub(line, secrets),
+              // Secrets are scrubbed from the values before they are serialized, in every form they may take
+              // (secretForms): a JSON-escaped or URL-encoded password is not the secret's own text in the line.
+              logMethod(args: Parameters<LogFn>, method: LogFn) {
+                const scrubbed = args.map((arg) => scrubber.value(arg, 0, clean)) as Parameters<LogFn>;
+                return method.apply(this, scrubbed);
+              },
+              // The last line of defence: a secret that slipped through a serializer is scrubbed from the line.
+              ...(scrubber.active ? { streamWrite: (line: string) => scrubber.text(line) } : {}),
             },
           }
         : {}),
@@ -86,12 +99,4 @@ function hasCode(error: unknown): boolean {
     if ('code' in e && typeof e.code === 'string') return true;
   }
   return false;
-}
-
-function scrub(line: string, secrets: readonly string[]): string {
-  let out = line;
-  for (const secret of secrets) {
-    if (out.includes(secret)) out = out.split(secret).join('[redacted]');
-  }
-  return out;
 }

@@ -9,6 +9,7 @@ import {
 } from '../config.js';
 import { EtlError } from '../errors.js';
 import { createLogger, type Logger, prettyDestination } from '../logger.js';
+import { connectionSecrets } from '../secret.js';
 
 /** What a command runs with: the validated configuration, the process logger and a signal for SIGINT/SIGTERM. */
 export interface CommandContext {
@@ -36,7 +37,8 @@ export function commandContext(
   signal: AbortSignal,
   options: ContextOptions = {},
 ): CommandContext {
-  const config = parseConfig(options.env ?? readEnvironment(), flags, needs);
+  const env = options.env ?? readEnvironment();
+  const config = parseConfig(env, flags, needs);
   // The live heap of a run stays near 30 MB whatever the report size, but V8 by default lets the old generation
   // grow to 4-5 times that before a full collection, so RSS followed the run's length (213-283 MB). Growing it
   // 10 % at a time keeps RSS near 150 MB for any report, for more garbage collection (npm run bench). V8 reads
@@ -44,16 +46,7 @@ export function commandContext(
   if (config.run.heapGrowthPercent > 0) {
     setFlagsFromString(`--heap-growing-percent=${config.run.heapGrowthPercent}`);
   }
-  const secrets = [config.api.token.reveal()];
-  const dbUrl = config.db.url.reveal();
-  if (dbUrl !== '') {
-    try {
-      const password = decodeURIComponent(new URL(dbUrl).password);
-      if (password !== '') secrets.push(password);
-    } catch {
-      // An unparsable URL is reported by pg with its own message; nothing to scrub.
-    }
-  }
+  const secrets = [config.api.token.reveal(), ...connectionSecrets(config.db.url.reveal(), env)];
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);
   const sink = options.logSink;

@@ -2,7 +2,7 @@
 import { accessSync, constants, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import { launchPlan } from '../config.js';
+import { launchPlan, PASSWORD_IN_FLAG_WARNING, passwordInFlag } from '../config.js';
 
 /** Runs the CLI: signal handlers and pipe handling are installed here, never on import. */
 export async function main(argv: readonly string[]): Promise<void> {
@@ -39,6 +39,10 @@ function canReplace(): boolean {
  * the standard streams and the terminal, so signals, prompts, pipes and the exit code are the CLI's own.
  */
 function launch(): void {
+  // Said before a restart, which takes the password out of the arguments: said once.
+  if (passwordInFlag(process.argv.slice(2)) !== undefined) {
+    process.stderr.write(`post-reports-etl: warning: ${PASSWORD_IN_FLAG_WARNING}\n`);
+  }
   const plan = launchPlan({
     execArgv: process.execArgv,
     args: process.argv.slice(1),

@@ -1,6 +1,7 @@
 import { ConfigError, EtlError, oneLine } from '../errors.js';
 import { EXIT, exitFor } from '../pipeline/exit-codes.js';
 import type { RunStatus, RunSummary } from '../pipeline/run-summary.js';
+import { terminalSafe } from '../secret.js';
 import { VERSION } from '../version.js';
 
 /** Where a command writes: stdout carries only the summary line; people read stderr. */
@@ -32,7 +33,8 @@ export function classify(error: unknown): { exitCode: number; status: RunStatus;
 export function printError(io: Io, error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
   const lines = error instanceof ConfigError ? message.split('\n') : [oneLine(message)];
-  for (const line of lines) io.stderr.write(`post-reports-etl: error: ${line}\n`);
+  // An error may quote the API (a status, an id, a message): its control characters show, and do nothing.
+  for (const line of lines) io.stderr.write(`post-reports-etl: error: ${terminalSafe(line)}\n`);
 }
 
 /**
@@ -83,7 +85,8 @@ export function closingSentence(summary: RunSummary): string {
 }
 
 export function printSummary(io: Io, summary: RunSummary | Record<string, unknown>): void {
-  io.stdout.write(`${JSON.stringify(summary)}\n`);
+  // JSON escapes C0 controls; the C1 ones and bidirectional overrides are escaped too, the JSON still the same.
+  io.stdout.write(`${terminalSafe(JSON.stringify(summary))}\n`);
 }
 
 /**

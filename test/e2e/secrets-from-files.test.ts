@@ -117,6 +117,24 @@ describe('secrets from files (the built CLI)', () => {
     expect(result.stderr).not.toContain('DeprecationWarning');
   });
 
+  it('warns once of a password in --database-url, with what to use instead, sends it, and never prints it', async () => {
+    const url = `postgres://etl_reader:${encodeURIComponent(PASSWORD)}@127.0.0.1:${passwords.port}/reports`;
+    const result = await runCli(
+      [...args('from_flag'), '--database-url', url],
+      fileEnv({ POST_REPORTS_TOKEN: TOKEN, LOG_LEVEL: 'trace' }),
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.summary).toMatchObject({ error: { code: 'DB_LOGIN_REJECTED' } });
+    const warnings = result.stderr.split('\n').filter((line) => line.includes('warning: --database-url'));
+    expect(warnings).toEqual([
+      'post-reports-etl: warning: --database-url holds a password, which every local user can read in the process list: give it in DATABASE_URL_FILE, PGPASSWORD or a password file (~/.pgpass, PGPASSFILE) instead',
+    ]);
+    // The CLI restarted itself with the password taken out of its arguments, and still sent it.
+    expect(passwords.logins.at(-1)).toEqual({ user: 'etl_reader', password: PASSWORD });
+    expect(output(result)).not.toContain(PASSWORD);
+    expect(output(result)).not.toContain(encodeURIComponent(PASSWORD));
+  });
+
   it('refuses a secret given both ways, and a file it cannot read, with exit 2 and one line each', async () => {
     const missing = join(folder, 'not-mounted');
     const result = await runCli(

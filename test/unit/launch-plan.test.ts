@@ -53,6 +53,42 @@ describe('launchPlan: the memory settings the CLI gives its own process before i
     });
   });
 
+  it('hands a password of --database-url on in the environment (PGPASSWORD), never in the arguments', () => {
+    const password = 'p@ss:w/rd é';
+    const url = `postgres://etl:${encodeURIComponent(password)}@db.example.com:5432/reports?sslmode=verify-full`;
+    for (const [given, handed] of [
+      [
+        ['--database-url', url],
+        ['--database-url', 'postgres://etl@db.example.com:5432/reports?sslmode=verify-full'],
+      ],
+      [
+        [`--database-url=${url}`],
+        ['--database-url=postgres://etl@db.example.com:5432/reports?sslmode=verify-full'],
+      ],
+    ]) {
+      const plan = launchPlan(
+        { ...started, args: [...started.args, ...given!] },
+        { PGPASSWORD: 'old' },
+        noDotenv,
+      );
+      expect(plan).toMatchObject({ action: 'restart', args: expect.arrayContaining(handed!) });
+      if (plan.action !== 'restart') throw new Error('no restart');
+      expect(plan.args.join(' ')).not.toContain(encodeURIComponent(password));
+      expect(plan.env.PGPASSWORD).toBe(password);
+    }
+    // Without a password, nothing moves.
+    const plain = launchPlan(
+      { ...started, args: [...started.args, '--database-url', 'postgres://etl@db/reports'] },
+      {},
+      noDotenv,
+    );
+    expect(plain).toMatchObject({
+      action: 'restart',
+      args: expect.arrayContaining(['postgres://etl@db/reports']),
+    });
+    expect(plain.action === 'restart' && plain.env.PGPASSWORD).toBe(undefined);
+  });
+
   it('holds glibc to one malloc arena in the restarted process, unless the operator set their own', () => {
     expect(launchPlan(started, { MALLOC_ARENA_MAX: '4' }, noDotenv)).toMatchObject({
       action: 'restart',

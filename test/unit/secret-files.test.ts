@@ -116,6 +116,14 @@ describe('the libpq password file', () => {
       DATABASE_URL: 'postgres://etl:own@db.example.com/reports',
     });
     expect(given.db.url.reveal()).toBe('postgres://etl:own@db.example.com/reports');
+    // Then PGPASSWORD, which the driver sends, as with libpq: the file is not read for it.
+    const fromEnvironment = parseConfig({
+      ...env,
+      PGPASSFILE: path,
+      PGPASSWORD: 'from-env',
+      DATABASE_URL: 'postgres://etl@db.example.com/reports',
+    });
+    expect(fromEnvironment.db.url.reveal()).toBe('postgres://etl@db.example.com/reports');
   });
 
   it('reads ~/.pgpass when PGPASSFILE is not set, and does without it when there is none', () => {
