@@ -16,7 +16,7 @@ import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './mo
 import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
 import { bypassesProxy, NoProxyEntryError } from './proxy-env.js';
 import { Secret } from './secret.js';
-import { readSecretFile } from './secret-file.js';
+import { openFileWarning, readSecretFile } from './secret-file.js';
 
 /** Everything the connector reads from outside: the environment (and `.env`) merged under command-line flags. */
 export type RawSettings = Readonly<Record<string, string | undefined>>;
@@ -117,6 +117,8 @@ export interface Config {
   readonly db: DbConfig;
   readonly run: RunConfig;
   readonly log: LogConfig;
+  /** What is not wrong enough to refuse but must be said, one line each (a secret file others may read). */
+  readonly warnings?: readonly string[];
 }
 
 export interface SettingSpec {
@@ -664,8 +666,12 @@ function editDistance(a: string, b: string): number {
 
 class Problems {
   readonly list: string[] = [];
+  readonly warnings: string[] = [];
   add(message: string): void {
     this.list.push(message);
+  }
+  warn(message: string | undefined): void {
+    if (message !== undefined) this.warnings.push(message);
   }
   throwIfAny(): void {
     if (this.list.length > 0) throw new ConfigError('CONFIG_INVALID', this.list.join('\n'));
@@ -804,6 +810,7 @@ function secretSetting(
     problems.add(`${fileEnv}: ${read.problem}`);
     return null;
   }
+  problems.warn(openFileWarning(fileEnv, path));
   return { value: read.value, source: `the file of ${fileEnv}` };
 }
 
@@ -1189,5 +1196,6 @@ export function parseConfig(
     log: logConfig(env, flags, problems),
   };
   problems.throwIfAny();
-  return deepFreeze(config);
+  if (file !== undefined && file.trim() !== '') problems.warn(openFileWarning(SETTINGS.configFile.env, file));
+  return deepFreeze(problems.warnings.length > 0 ? { ...config, warnings: problems.warnings } : config);
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 
 /** A secret read from a file, or why it could not be: the reason names the file, never what it holds. */
 export type SecretFileRead = { readonly value: string } | { readonly problem: string };
@@ -27,4 +27,18 @@ export function readSecretFile(path: string): SecretFileRead {
   const value = text.replace(/[\r\n]+$/, '');
   if (value === '') return { problem: `${JSON.stringify(path)} is empty` };
   return { value };
+}
+
+/**
+ * The warning for a file of secrets or settings that others than its owner may read (and so copy the secrets it
+ * holds), naming it and the remedy; undefined when only its owner may, or where modes do not say (Windows).
+ */
+export function openFileWarning(setting: string, path: string): string | undefined {
+  if (process.platform === 'win32') return undefined;
+  try {
+    if ((statSync(path).mode & 0o077) === 0) return undefined;
+  } catch {
+    return undefined;
+  }
+  return `${setting}: ${JSON.stringify(path)} may be read by others than its owner: chmod 600 ${JSON.stringify(path)}`;
 }

@@ -56,6 +56,7 @@ export function commandContext(
     secrets,
     ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink) : sink }),
   });
+  for (const warning of config.warnings ?? []) logger.warn(warning);
   // What memory the process runs with depends on how it was launched (launchPlan): said once, for a debug log.
   logger.debug(
     {

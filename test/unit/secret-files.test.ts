@@ -33,6 +33,27 @@ function problems(env: RawSettings): string[] {
 }
 
 describe('secrets from files', () => {
+  it('warns of a secret file or a settings file that others may read, naming it and chmod 600', () => {
+    const token = file('open-token', 'tok\n', 0o644);
+    const url = file('open-url', 'postgres://etl@db.example.com/reports\n', 0o640);
+    const settings = file('open-settings.json', '{"POST_REPORTS_SCHEMA": "s"}', 0o604);
+    const config = parseConfig(
+      { ...base, POST_REPORTS_TOKEN_FILE: token, DATABASE_URL_FILE: url },
+      { configFile: settings },
+    );
+    expect(config.warnings).toEqual([
+      `POST_REPORTS_TOKEN_FILE: ${JSON.stringify(token)} may be read by others than its owner: chmod 600 ${JSON.stringify(token)}`,
+      `DATABASE_URL_FILE: ${JSON.stringify(url)} may be read by others than its owner: chmod 600 ${JSON.stringify(url)}`,
+      `POST_REPORTS_CONFIG: ${JSON.stringify(settings)} may be read by others than its owner: chmod 600 ${JSON.stringify(settings)}`,
+    ]);
+    const closed = parseConfig({
+      ...base,
+      POST_REPORTS_TOKEN_FILE: file('closed-token', 'tok', 0o600),
+      DATABASE_URL: 'postgres://etl@db.example.com/reports',
+    });
+    expect(closed.warnings).toBeUndefined();
+  });
+
   it('reads the token and the connection string from files, without their final line break', () => {
     const config = parseConfig({
       ...base,
