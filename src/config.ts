@@ -194,6 +194,12 @@ export const SETTINGS = {
     env: 'POST_REPORTS_API_CLIENT_KEY_PASSPHRASE_FILE',
     description: 'File holding the passphrase of an encrypted POST_REPORTS_API_CLIENT_KEY_FILE',
   },
+  allowPlaintextDatabase: {
+    env: 'POST_REPORTS_ALLOW_PLAINTEXT_DATABASE',
+    default: 'false',
+    description:
+      'Allow a connection without verified TLS (no sslmode, disable, no-verify) to a non-loopback database host',
+  },
   postIdField: {
     env: 'POST_REPORTS_POST_ID_FIELD',
     flag: '--post-id-field',
@@ -829,7 +835,7 @@ function withPasswordFromFile(url: string, env: RawSettings, flags: Flags, probl
   }
   const target = passwordTarget(parsed);
   // As libpq: a password in the connection string wins, then PGPASSWORD, then the password file.
-  if (parsed.password !== '' || target === undefined) return url;
+  if (parsed.password !== '' || parsed.searchParams.has('password') || target === undefined) return url;
   if (env.PGPASSWORD !== undefined && env.PGPASSWORD !== '') return url;
   const named = raw('passwordFile', env, flags);
   const home = env.HOME;
@@ -849,6 +855,31 @@ function withPasswordFromFile(url: string, env: RawSettings, flags: Flags, probl
   if (password === undefined) return url;
   parsed.password = encodeURIComponent(password);
   return parsed.toString();
+}
+
+/**
+ * The host a connection string connects to without verified TLS when it is not on this machine; undefined when
+ * it verifies the server, or connects to a loopback address or a socket. As the driver reads it: `?host=` wins
+ * over the URL's host (then PGHOST); `sslmode=disable` (or none, and no PGSSLMODE) is plaintext, `no-verify` is
+ * TLS that any server passes; any other sslmode, `ssl=true` or a certificate verifies it.
+ */
+function plaintextHost(url: string, env: RawSettings): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  const params = parsed.searchParams;
+  const host = params.get('host') || decodeURIComponent(parsed.hostname) || env.PGHOST || 'localhost';
+  if (host.startsWith('/') || isLoopbackHost(host.replace(/^\[(.*)\]$/, '$1'))) return undefined;
+  const mode =
+    params.get('sslmode') ?? (params.has('ssl') || params.has('sslrootcert') ? undefined : env.PGSSLMODE);
+  if (mode === 'disable' || mode === 'no-verify') return host;
+  if (mode !== undefined && mode !== '') return undefined;
+  const ssl = params.get('ssl');
+  if (ssl === 'true' || ssl === '1' || params.has('sslrootcert') || params.has('sslcert')) return undefined;
+  return host;
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
@@ -1071,6 +1102,12 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
     problems.add(`${given.source} must start with postgres:// or postgresql://`);
   } else {
     url = withPasswordFromFile(given.value, env, flags, problems);
+    const clear = plaintextHost(given.value, env);
+    if (clear !== undefined && !boolean('allowPlaintextDatabase', env, flags, problems)) {
+      problems.add(
+        `${given.source} connects to ${clear} without verified TLS, so its password and rows could be read or taken on the way: add ?sslmode=verify-full, or set ${where('allowPlaintextDatabase')} to allow it`,
+      );
+    }
   }
   return {
     url: new Secret(url ?? ''),

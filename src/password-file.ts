@@ -55,13 +55,15 @@ function splitFields(line: string): string[] {
  * database named after the user; a socket folder matches "localhost"); undefined when the URL names no user.
  */
 export function passwordTarget(url: URL): PasswordTarget | undefined {
-  const user = decodeURIComponent(url.username);
+  // Where the driver connects: its ?host=, ?port= and ?user= win over the URL's own (pg-connection-string).
+  const params = url.searchParams;
+  const user = params.get('user') || decodeURIComponent(url.username);
   if (user === '') return undefined;
-  const host = url.hostname === '' ? (url.searchParams.get('host') ?? 'localhost') : url.hostname;
+  const host = params.get('host') || decodeURIComponent(url.hostname) || 'localhost';
   const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
   return {
     host: host.startsWith('/') ? 'localhost' : host.replace(/^\[(.*)\]$/, '$1'),
-    port: url.port === '' ? '5432' : url.port,
+    port: params.get('port') || (url.port === '' ? '5432' : url.port),
     database: database === '' ? user : database,
     user,
   };

@@ -35,7 +35,7 @@ function problems(env: RawSettings): string[] {
 describe('secrets from files', () => {
   it('warns of a secret file or a settings file that others may read, naming it and chmod 600', () => {
     const token = file('open-token', 'tok\n', 0o644);
-    const url = file('open-url', 'postgres://etl@db.example.com/reports\n', 0o640);
+    const url = file('open-url', 'postgres://etl@db.example.com/reports?sslmode=verify-full\n', 0o640);
     const settings = file('open-settings.json', '{"POST_REPORTS_SCHEMA": "s"}', 0o604);
     const config = parseConfig(
       { ...base, POST_REPORTS_TOKEN_FILE: token, DATABASE_URL_FILE: url },
@@ -49,7 +49,7 @@ describe('secrets from files', () => {
     const closed = parseConfig({
       ...base,
       POST_REPORTS_TOKEN_FILE: file('closed-token', 'tok', 0o600),
-      DATABASE_URL: 'postgres://etl@db.example.com/reports',
+      DATABASE_URL: 'postgres://etl@db.example.com/reports?sslmode=verify-full',
     });
     expect(closed.warnings).toBeUndefined();
   });
@@ -58,10 +58,10 @@ describe('secrets from files', () => {
     const config = parseConfig({
       ...base,
       POST_REPORTS_TOKEN_FILE: file('token', 'tok-from-file\n'),
-      DATABASE_URL_FILE: file('url', 'postgres://etl:pw@db.example.com:5432/reports\r\n'),
+      DATABASE_URL_FILE: file('url', 'postgres://etl:pw@db.example.com:5432/reports?sslmode=verify-full\r\n'),
     });
     expect(config.api.token.reveal()).toBe('tok-from-file');
-    expect(config.db.url.reveal()).toBe('postgres://etl:pw@db.example.com:5432/reports');
+    expect(config.db.url.reveal()).toBe('postgres://etl:pw@db.example.com:5432/reports?sslmode=verify-full');
     expect(JSON.stringify(config)).not.toContain('tok-from-file');
     expect(JSON.stringify(config)).not.toContain(':pw@');
   });
@@ -91,9 +91,9 @@ describe('secrets from files', () => {
       `POST_REPORTS_TOKEN_FILE: cannot read ${JSON.stringify(missing)}: no such file`,
       `DATABASE_URL_FILE: ${JSON.stringify(join(folder, 'empty'))} is empty`,
     ]);
-    expect(problems({ ...base, POST_REPORTS_TOKEN_FILE: folder, DATABASE_URL: 'postgres://u@h/d' })).toEqual([
-      `POST_REPORTS_TOKEN_FILE: cannot read ${JSON.stringify(folder)}: it is a folder`,
-    ]);
+    expect(
+      problems({ ...base, POST_REPORTS_TOKEN_FILE: folder, DATABASE_URL: 'postgres://u@localhost/d' }),
+    ).toEqual([`POST_REPORTS_TOKEN_FILE: cannot read ${JSON.stringify(folder)}: it is a folder`]);
   });
 
   it('checks what a file holds like the variable, without repeating it', () => {
@@ -134,17 +134,17 @@ describe('the libpq password file', () => {
     const given = parseConfig({
       ...env,
       PGPASSFILE: path,
-      DATABASE_URL: 'postgres://etl:own@db.example.com/reports',
+      DATABASE_URL: 'postgres://etl:own@db.example.com/reports?sslmode=verify-full',
     });
-    expect(given.db.url.reveal()).toBe('postgres://etl:own@db.example.com/reports');
+    expect(given.db.url.reveal()).toBe('postgres://etl:own@db.example.com/reports?sslmode=verify-full');
     // Then PGPASSWORD, which the driver sends, as with libpq: the file is not read for it.
     const fromEnvironment = parseConfig({
       ...env,
       PGPASSFILE: path,
       PGPASSWORD: 'from-env',
-      DATABASE_URL: 'postgres://etl@db.example.com/reports',
+      DATABASE_URL: 'postgres://etl@db.example.com/reports?sslmode=verify-full',
     });
-    expect(fromEnvironment.db.url.reveal()).toBe('postgres://etl@db.example.com/reports');
+    expect(fromEnvironment.db.url.reveal()).toBe('postgres://etl@db.example.com/reports?sslmode=verify-full');
   });
 
   it('reads ~/.pgpass when PGPASSFILE is not set, and does without it when there is none', () => {
@@ -177,5 +177,61 @@ describe('the libpq password file', () => {
     expect(findPassword('\\:\\:1:5432:etl:etl:a', target!)).toBe('a');
     expect(findPassword('*:*:*:*:b:c', target!)).toBe('b:c');
     expect(passwordTarget(new URL('postgres:///db?host=/var/run/postgresql'))).toBeUndefined();
+  });
+});
+
+describe('the database connection', () => {
+  const env = { ...base, POST_REPORTS_TOKEN: 'tok' };
+  const refusal = (host: string) =>
+    `DATABASE_URL (--database-url) connects to ${host} without verified TLS, so its password and rows could be read or taken on the way: add ?sslmode=verify-full, or set POST_REPORTS_ALLOW_PLAINTEXT_DATABASE to allow it`;
+
+  it('refuses a connection to another host without verified TLS, unless allowed', () => {
+    for (const url of [
+      'postgres://etl@db.example.com/reports',
+      'postgres://etl@db.example.com/reports?sslmode=disable',
+      'postgres://etl@db.example.com/reports?sslmode=no-verify',
+      // The driver connects to ?host=, whatever the URL's host says.
+      'postgres://etl@localhost/reports?host=db.example.com',
+    ]) {
+      expect(problems({ ...env, DATABASE_URL: url }), url).toEqual([refusal('db.example.com')]);
+      expect(
+        problems({ ...env, DATABASE_URL: url, POST_REPORTS_ALLOW_PLAINTEXT_DATABASE: 'true' }),
+        url,
+      ).toEqual([]);
+    }
+    expect(
+      problems({ ...env, DATABASE_URL: 'postgres://etl@10.0.0.7/reports', PGSSLMODE: 'disable' }),
+    ).toEqual([refusal('10.0.0.7')]);
+  });
+
+  it('takes TLS that verifies the server, and a loopback host or a socket as they are', () => {
+    for (const url of [
+      'postgres://etl@db.example.com/reports?sslmode=verify-full',
+      'postgres://etl@db.example.com/reports?sslmode=require',
+      'postgres://etl@db.example.com/reports?ssl=true',
+      'postgres://etl@127.0.0.1:5433/reports',
+      'postgres://etl@[::1]/reports',
+      'postgres://etl@localhost/reports?sslmode=disable',
+      'postgres://etl@/reports?host=/var/run/postgresql',
+    ]) {
+      expect(problems({ ...env, DATABASE_URL: url }), url).toEqual([]);
+    }
+    expect(
+      problems({ ...env, DATABASE_URL: 'postgres://etl@db.example.com/reports', PGSSLMODE: 'verify-full' }),
+    ).toEqual([]);
+  });
+
+  it('takes the password file line of the host, port and user the connection will use', () => {
+    const path = file(
+      'pgpass-params',
+      ['localhost:5432:reports:etl:not-the-url-host', 'db.example.com:6543:reports:other:right'].join('\n'),
+    );
+    const config = parseConfig({
+      ...env,
+      PGPASSFILE: path,
+      DATABASE_URL:
+        'postgres://etl@localhost/reports?host=db.example.com&port=6543&user=other&sslmode=verify-full',
+    });
+    expect(new URL(config.db.url.reveal()).password).toBe('right');
   });
 });
