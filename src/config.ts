@@ -29,6 +29,8 @@ export interface ApiConfig {
   readonly requestTimeoutMs: number;
   /** The largest response body read; a longer one is refused without reading the rest. Absent: the default. */
   readonly maxResponseBytes?: number;
+  /** The most pages one report may have. Absent: the default. */
+  readonly maxReportPages?: number;
   readonly retry: {
     readonly maxAttempts: number;
     readonly maxRetryTimeMs: number;
@@ -211,6 +213,11 @@ export const SETTINGS = {
     env: 'POST_REPORTS_REQUEST_TIMEOUT_MS',
     default: '30000',
     description: 'Timeout of one HTTP request',
+  },
+  maxReportPages: {
+    env: 'POST_REPORTS_MAX_REPORT_PAGES',
+    default: '100000',
+    description: 'Most pages one report may have: a report that goes on fails its window',
   },
   maxResponseBytes: {
     env: 'POST_REPORTS_MAX_RESPONSE_BYTES',
@@ -935,6 +942,7 @@ function apiConfig(env: RawSettings, flags: Flags, problems: Problems): ApiConfi
     requestTimeoutMs: integer('requestTimeoutMs', env, flags, problems, 100, 3_600_000),
     // V8's longest string is about 512 MiB: a body beyond could not be held as text anyway.
     maxResponseBytes: integer('maxResponseBytes', env, flags, problems, 1024, 512 * 1024 * 1024),
+    maxReportPages: integer('maxReportPages', env, flags, problems, 1, 100_000_000),
     retry: {
       maxAttempts: integer('maxAttempts', env, flags, problems, 1, 100),
       maxRetryTimeMs: integer('maxRetryTimeMs', env, flags, problems, 0, 86_400_000),

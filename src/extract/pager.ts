@@ -1,4 +1,5 @@
 import type { ApiClient, DeferredJson } from '../api/client.js';
+import { SETTINGS } from '../config.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
 import { BufferPool } from '../model/buffer-pool.js';
 import { type PagePosts, PageTape } from '../model/page-tape.js';
@@ -33,11 +34,24 @@ export interface ReadPagesOptions {
   startToken?: string;
   /** Pages already read before startToken (the page read with it gets index startIndex + 1). */
   startIndex?: number;
+  /** The most pages the report may have (default DEFAULT_MAX_REPORT_PAGES): a report that goes on fails. */
+  maxPages?: number | undefined;
   signal?: AbortSignal;
 }
 
 /** The most posts a page may hold (spec: Limits). */
 export const MAX_POSTS_PER_PAGE = 1000;
+
+/**
+ * The longest report id and page token taken, in characters: far beyond the service's (a UUID, a short cursor),
+ * and short enough that a hostile answer cannot make every stored row (a report id is a column of each) or the
+ * tokens a report's pages keep in memory grow without end.
+ */
+export const MAX_REPORT_ID_LENGTH = 256;
+export const MAX_PAGE_TOKEN_LENGTH = 4096;
+
+/** The most pages of one report read when no setting says (POST_REPORTS_MAX_REPORT_PAGES). */
+export const DEFAULT_MAX_REPORT_PAGES = 100_000;
 
 /** The path of a report; the id is opaque, so it is encoded as one path segment. */
 export function reportPath(reportId: string): string {
@@ -141,6 +155,12 @@ export async function readAnswer(
 const DONE = 'DONE';
 
 function checkNext(next: string | null, token: string | null, reportId: string, index: number): void {
+  if (next !== null && next.length > MAX_PAGE_TOKEN_LENGTH) {
+    throw new DataError(
+      'PAGE_MALFORMED',
+      `report ${reportId}, page ${index}: next_page is ${next.length} characters long, more than the ${MAX_PAGE_TOKEN_LENGTH} a page token may be: the answer is refused`,
+    );
+  }
   if (next !== null && next === token) {
     throw new DataError(
       'PAGE_MALFORMED',
@@ -247,6 +267,13 @@ export async function* readPages(
             `report ${reportId}, page ${current.index}: next_page ${JSON.stringify(next)} leads back to page ${before}: the report's pages form a cycle`,
           );
         }
+        const most = options.maxPages ?? DEFAULT_MAX_REPORT_PAGES;
+        if (current.index >= most) {
+          throw new DataError(
+            'PAGE_MALFORMED',
+            `report ${reportId} goes on past page ${current.index}, more than the ${most} pages a report may have (${SETTINGS.maxReportPages.env}): raise it if the report is that large`,
+          );
+        }
         // Downloaded now, parsed when taken. Parsed on arrival, a page's objects lived through the handling of
         // the page before, V8 promoted them to its old generation, and full collections came more often (97
         // instead of 72-76 for 200,000 posts, node --trace-gc).
@@ -273,7 +300,7 @@ export async function* readPages(
 
 /** A report id as text, whatever JSON type the service chose for it. */
 export function reportIdText(value: unknown): string | undefined {
-  if (typeof value === 'string' && value !== '') return value;
+  if (typeof value === 'string' && value !== '' && value.length <= MAX_REPORT_ID_LENGTH) return value;
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   if (value instanceof ExactNumber && value.isInteger) return value.text;
   return undefined;

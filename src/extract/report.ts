@@ -5,7 +5,14 @@ import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, DataError } from '../errors.js';
 import { type Filters, filtersToRequest } from '../model/filters.js';
 import { isRecord, kind } from './json-shape.js';
-import { fetchReport, type PostMapping, type ReportPage, readAnswer, reportIdText } from './pager.js';
+import {
+  fetchReport,
+  MAX_REPORT_ID_LENGTH,
+  type PostMapping,
+  type ReportPage,
+  readAnswer,
+  reportIdText,
+} from './pager.js';
 import type { ReportReadiness } from './report-readiness.js';
 
 /** The report creation answer: its id (stored so that a restart resumes polling) and first status. */
@@ -45,9 +52,12 @@ export async function createReport(
   const fields = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>) : {};
   const id = reportIdText(fields.id);
   if (id === undefined) {
+    const long = typeof fields.id === 'string' && fields.id.length > MAX_REPORT_ID_LENGTH;
     throw new DataError(
       'PAGE_MALFORMED',
-      `POST /${REPORTS_PATH} for ${window.start}..${window.end}: the answer has no report id (id is ${kind(fields.id)})`,
+      long
+        ? `POST /${REPORTS_PATH} for ${window.start}..${window.end}: the report id is ${(fields.id as string).length} characters long, more than the ${MAX_REPORT_ID_LENGTH} a report id may be: the answer is refused`
+        : `POST /${REPORTS_PATH} for ${window.start}..${window.end}: the answer has no report id (id is ${kind(fields.id)})`,
     );
   }
   return { id, status: typeof fields.status === 'string' ? fields.status : 'UNKNOWN' };

@@ -156,7 +156,12 @@ export class WindowStager {
       const first =
         answered ??
         (await this.#waitFor(report.reportId, mapping, watchdog, report.first ? createdAt : undefined));
-      const pages = readPages(api, report.reportId, { mapping, first, signal: watchdog.signal });
+      const pages = readPages(api, report.reportId, {
+        mapping,
+        first,
+        signal: watchdog.signal,
+        maxPages: config.api.maxReportPages,
+      });
       return await this.#stagePages(window, report.reportId, pages, watchdog, log);
     } catch (error) {
       await attempt.reportEnded(error);
@@ -184,11 +189,17 @@ export class WindowStager {
         startToken: progress.nextPage,
         startIndex: progress.pagesStaged,
         signal,
+        maxPages: this.#run.config.api.maxReportPages,
       });
       return await this.#stagePages(window, reportId, rest, watchdog, log);
     }
     const first = await this.#waitFor(reportId, mapping, watchdog);
-    const pages = readPages(api, reportId, { mapping, first, signal });
+    const pages = readPages(api, reportId, {
+      mapping,
+      first,
+      signal,
+      maxPages: this.#run.config.api.maxReportPages,
+    });
     return await this.#stagePages(window, reportId, pages, watchdog, log);
   }
 

@@ -13,6 +13,8 @@ export interface PageServerOptions {
   readonly pages: (start: string) => Readonly<Record<string, HandMadeBody>>;
   /** Page requests answered at most (default 1,000); later ones answer 404. */
   readonly maxPages?: number;
+  /** The id a report's creation answers for a window (its start date): default the start date itself. */
+  readonly reportId?: (start: string) => string;
 }
 
 export interface PageServer {
@@ -62,7 +64,10 @@ export async function startPageServer(options: PageServerOptions): Promise<PageS
       if (url.pathname === '/v4/reports/posts' && request.method === 'POST') {
         const params = JSON.parse(body) as { start_date: string };
         created += 1;
-        return json(200, { id: params.start_date, status: 'IN_PROGRESS' });
+        return json(200, {
+          id: options.reportId?.(params.start_date) ?? params.start_date,
+          status: 'IN_PROGRESS',
+        });
       }
       const match = /^\/v4\/reports\/posts\/([^/]+)$/.exec(url.pathname);
       if (match === null) return json(404, { message: 'not found' });
