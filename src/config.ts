@@ -31,6 +31,12 @@ export interface ApiConfig {
   readonly maxResponseBytes?: number;
   /** The most pages one report may have. Absent: the default. */
   readonly maxReportPages?: number;
+  /**
+   * The most bytes one response body may take of the run's body memory (POST_REPORTS_BODY_MEMORY_BYTES): a window
+   * holds up to three at once (the page read, the next one downloading, a status poll's), and `concurrency` windows
+   * run. Absent: no share, maxResponseBytes alone.
+   */
+  readonly bodyShareBytes?: number;
   readonly retry: {
     readonly maxAttempts: number;
     readonly maxRetryTimeMs: number;
@@ -213,6 +219,12 @@ export const SETTINGS = {
     env: 'POST_REPORTS_REQUEST_TIMEOUT_MS',
     default: '30000',
     description: 'Timeout of one HTTP request',
+  },
+  bodyMemoryBytes: {
+    env: 'POST_REPORTS_BODY_MEMORY_BYTES',
+    default: '1073741824',
+    description:
+      'Most bytes of response bodies a run holds at once, all windows together: a response may take a third of a window’s share',
   },
   maxReportPages: {
     env: 'POST_REPORTS_MAX_REPORT_PAGES',
@@ -460,6 +472,9 @@ export function readEnvironment(dotenvPath = '.env'): RawSettings {
   }
   return Object.freeze({ ...fromFile, ...process.env });
 }
+
+/** Response bodies a window holds at once: the page read, the next one downloading, a status poll's. */
+const BODIES_PER_WINDOW = 3;
 
 /** The largest POST_REPORTS_SEMI_SPACE_MB: beyond, the young generation alone would outgrow a flat CLI. */
 const SEMI_SPACE_MAX_MB = 256;
@@ -1234,10 +1249,14 @@ export function parseConfig(
     file === undefined || file.trim() === '' ? environment : { ...readSettingsFile(file), ...environment };
   const problems = new Problems();
   const ignore = new Problems();
+  const run = runConfig(env, flags, problems);
+  const api = apiConfig(env, flags, needs.api ? problems : ignore);
+  // One budget for the bodies in flight across the run, whatever the concurrency: each response takes its share.
+  const bodyMemory = integer('bodyMemoryBytes', env, flags, needs.api ? problems : ignore, 65_536, 2 ** 36);
   const config: Config = {
-    api: apiConfig(env, flags, needs.api ? problems : ignore),
+    api: { ...api, bodyShareBytes: Math.floor(bodyMemory / (BODIES_PER_WINDOW * run.concurrency)) },
     db: dbConfig(env, flags, needs.db ? problems : ignore),
-    run: runConfig(env, flags, problems),
+    run,
     log: logConfig(env, flags, problems),
   };
   problems.throwIfAny();

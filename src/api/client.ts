@@ -257,11 +257,17 @@ export class ApiClient {
    * is refused before reading any): a body that never ends would otherwise fill the memory until the timeout.
    */
   private async readBody(response: HttpAnswer, endpoint: string, bodies?: BufferPool): Promise<Uint8Array> {
-    const limit = this.#config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const most = this.#config.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const share = this.#config.bodyShareBytes ?? most;
+    const limit = Math.min(most, share);
+    const setting =
+      share < most
+        ? `a response's share of ${SETTINGS.bodyMemoryBytes.env} with ${SETTINGS.concurrency.env} windows at once`
+        : SETTINGS.maxResponseBytes.env;
     const tooLarge = (size: string) =>
       new DataError(
         'PAGE_MALFORMED',
-        `${endpoint} answered ${response.status} with a body of ${size}, more than the ${limit} bytes read (${SETTINGS.maxResponseBytes.env}): refused without reading the rest`,
+        `${endpoint} answered ${response.status} with a body of ${size}, more than the ${limit} bytes read (${setting}): refused without reading the rest`,
       );
     const declared = Number(response.header('content-length') ?? Number.NaN);
     if (declared > limit) {

@@ -22,6 +22,10 @@ const reports: Record<string, Record<string, HandMadeBody>> = {
   ),
   '2026-03-09': { '': { body: donePage('2026-03-09', [RECORD], 'x'.repeat(5000)) } },
   '2026-03-16': { '': { body: donePage('2026-03-16', [RECORD], null) } },
+  // A page of 300 kB.
+  '2026-03-23': {
+    '': { body: donePage('2026-03-23', [`{"platform_post_id":1,"note":"${'n'.repeat(300_000)}"}`], null) },
+  },
 };
 const server = await startPageServer({
   pages: (start) => reports[start] ?? {},
@@ -67,5 +71,33 @@ describe('bounds of what one report may be (the built CLI against hand-made page
       'POST /reports/posts for 2026-03-16..2026-03-22: the report id is 401 characters long, more than the 256 a report id may be: the answer is refused',
     );
     expect(result.loaded).toBe(0);
+  });
+
+  it('holds the bodies of all windows within POST_REPORTS_BODY_MEMORY_BYTES: one body takes its share', async () => {
+    // 600,000 bytes for 2 windows at once, 3 bodies a window: 100,000 bytes a body.
+    const refused = await runCli(
+      [
+        'backfill',
+        '--from',
+        '2026-03-23',
+        '--to',
+        '2026-03-29',
+        '--schema',
+        'bounds_memory',
+        '--window-attempts',
+        '1',
+        '--concurrency',
+        '2',
+      ],
+      cliEnv(server, db.url, { POST_REPORTS_BODY_MEMORY_BYTES: '600000' }),
+    );
+    expect(refused.code, refused.stderr.slice(-1500)).toBe(3);
+    expect(refused.stderr).toMatch(
+      /more than the 100000 bytes read \(a response's share of POST_REPORTS_BODY_MEMORY_BYTES with POST_REPORTS_CONCURRENCY windows at once\): refused without reading the rest/,
+    );
+    // The same page within the default budget loads.
+    const loaded = await backfill('2026-03-23', '2026-03-29', 'bounds_memory');
+    expect(loaded.code, loaded.stderr.slice(-1500)).toBe(0);
+    expect(loaded.loaded).toBe(1);
   });
 });
