@@ -96,6 +96,8 @@ export async function renameOrganization(
   for (const table of STATE_TABLES) {
     await db.query(`UPDATE ${qualified(schema, table)} SET org = $1 WHERE org = $2`, [to, from.org]);
   }
+  // The columns its pages added count against its share of the column budget under its new name.
+  await db.query(`UPDATE ${qualified(schema, 'field_columns')} SET org = $1 WHERE org = $2`, [to, from.org]);
   return { partitions, posts, windows: windows.rows[0]?.n ?? 0 };
 }
 

@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { renameOrganization } from '../../../src/load/organization-rename.js';
 import { writeTarget } from '../../../src/load/window-state.js';
 import { ExactNumber, JsonDocument } from '../../../src/model/post-record.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -139,6 +141,24 @@ describe('the column budget of posts', () => {
     expect(await rowsOf('initech', 'platform_post_id::text AS id, f_one, _extra_fields AS extra')).toEqual([
       { id: '1', f_one: null, extra: { f_one: 2.5 } },
       { id: '2', f_one: null, extra: { f_one: 3 } },
+    ]);
+  });
+
+  it('follows an organization renamed: its columns and its partitions’ row-level security go with it', async () => {
+    await withTransaction(db.pool, undefined, (client) =>
+      renameOrganization(client, { schema, org: 'acme' }, 'acme_renamed'),
+    );
+    const owners = await db.pool.query(
+      `SELECT org, count(*)::int AS n FROM ${schema}.field_columns WHERE org LIKE 'acme%' GROUP BY org`,
+    );
+    expect(owners.rows).toEqual([{ org: 'acme_renamed', n: 2 }]);
+    const { rows } = await db.pool.query(
+      `SELECT relname::text AS name, relrowsecurity AS rls FROM pg_class
+        WHERE relnamespace = '${schema}'::regnamespace AND relname LIKE '%acme%' AND relkind = 'r' ORDER BY 1`,
+    );
+    expect(rows).toEqual([
+      { name: 'post_custom_segments_acme_renamed_y2026', rls: true },
+      { name: 'posts_acme_renamed_y2026', rls: true },
     ]);
   });
 });
