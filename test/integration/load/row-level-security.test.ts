@@ -308,4 +308,28 @@ describe('row-level security on every partition and stage the connector makes', 
       ),
     ).toEqual({ parents: ACME, byName: Object.fromEntries(tables.map((table) => [table, 0])) });
   });
+
+  it('a view reads as its invoker with security_invoker, and as its owner without', async () => {
+    const reader = pg.escapeIdentifier(role('acme_reader'));
+    const views = await as(
+      role('acme_reader'),
+      async (client) => {
+        const count = async (view: string) =>
+          (
+            await client.query<{ orgs: string[] }>(
+              `SELECT array_agg(DISTINCT _org ORDER BY _org) AS orgs FROM ${SCHEMA}.${view}`,
+            )
+          ).rows[0]!.orgs;
+        return { invoker: await count('posts_invoker'), owner: await count('posts_owner') };
+      },
+      // As the guide says: a view of the tables' owner, with and without security_invoker.
+      `GRANT CREATE ON SCHEMA ${SCHEMA} TO ${pg.escapeIdentifier(owner())};
+       SET LOCAL ROLE ${pg.escapeIdentifier(owner())};
+       CREATE VIEW ${SCHEMA}.posts_invoker WITH (security_invoker = true) AS SELECT * FROM ${SCHEMA}.posts;
+       CREATE VIEW ${SCHEMA}.posts_owner AS SELECT * FROM ${SCHEMA}.posts;
+       GRANT SELECT ON ${SCHEMA}.posts_invoker, ${SCHEMA}.posts_owner TO ${reader};
+       RESET ROLE;`,
+    );
+    expect(views).toEqual({ invoker: ['acme'], owner: ['acme', 'globex'] });
+  });
 });
