@@ -9,7 +9,7 @@ import {
 } from '../config.js';
 import { EtlError } from '../errors.js';
 import { createLogger, type Logger, prettyDestination } from '../logger.js';
-import { connectionSecrets } from '../secret.js';
+import { connectionSecrets, Scrubber } from '../secret.js';
 
 /** What a command runs with: the validated configuration, the process logger and a signal for SIGINT/SIGTERM. */
 export interface CommandContext {
@@ -18,6 +18,8 @@ export interface CommandContext {
   /** Whether the log is for a person (pretty lines), not for a machine (JSON). */
   readonly pretty: boolean;
   readonly signal: AbortSignal;
+  /** Text with every form of every secret the logger scrubs replaced: for what is printed outside the log. */
+  readonly scrub: (text: string) => string;
 }
 
 export interface ContextOptions {
@@ -66,7 +68,8 @@ export function commandContext(
     },
     'runtime',
   );
-  return { config, logger, signal, pretty };
+  const scrubber = new Scrubber(secrets);
+  return { config, logger, signal, pretty, scrub: (text) => scrubber.text(text) };
 }
 
 /** An AbortSignal fired by the first SIGINT or SIGTERM; a second one exits at once. */

@@ -2,6 +2,7 @@ import type { Flags, RawSettings } from '../config.js';
 import { backfill } from '../pipeline/backfill.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
+import { terminalSafe } from '../secret.js';
 import { commandContext } from './context.js';
 import { createProgressReporter } from './progress-reporter.js';
 import {
@@ -63,12 +64,15 @@ export async function runWithProgress(
   const quiet = options.quiet ?? false;
   const progress = await createProgressReporter(io.stderr, options.progressIntervalMs, quiet);
   const print = options.printSummary ?? true;
+  // Known once the configuration is read: what is printed outside the log is scrubbed like the log.
+  let scrub = (text: string): string => text;
   try {
     const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
     const context = commandContext(settings, { api: true, db: true }, signal, {
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
+    scrub = context.scrub;
     if (args.reset === true) {
       // Loaded when asked for, as the live bar is: a scheduled run does not load a prompt.
       const { confirmReset } = await import('./reset-confirm.js');
@@ -86,23 +90,27 @@ export async function runWithProgress(
           })
         : await sync({ ...run, reset: args.reset ?? false });
     progress.stop();
+    // Messages may quote the API: scrubbed, and their control characters shown, not obeyed.
+    const safe = (text: string) => terminalSafe(scrub(text));
     if (summary.error !== undefined) {
-      io.stderr.write(`post-reports-etl: error: ${summary.error.code}: ${summary.error.message}\n`);
+      io.stderr.write(`post-reports-etl: error: ${summary.error.code}: ${safe(summary.error.message)}\n`);
     }
     for (const f of summary.failures) {
-      io.stderr.write(`post-reports-etl: window failed: ${f.start}..${f.end}: ${f.code}: ${f.message}\n`);
+      io.stderr.write(
+        `post-reports-etl: window failed: ${f.start}..${f.end}: ${f.code}: ${safe(f.message)}\n`,
+      );
     }
     // A person at a terminal reads a sentence; the JSON line below is for the scheduler.
     const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
     if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary)}\n`);
-    if (print) printSummary(io, summary);
+    if (print) printSummary(io, summary, scrub);
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
     progress.stop();
     const cause = signal.aborted ? signal.reason : error;
-    printError(io, error);
+    printError(io, error, scrub);
     // The exit code is the signal's when one stopped the run; the message is the error's own.
-    if (print) printSummary(io, failureSummary(command, cause, started, error));
+    if (print) printSummary(io, failureSummary(command, cause, started, error), scrub);
     const { exitCode } = classify(cause);
     return { exitCode };
   }

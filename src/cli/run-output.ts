@@ -30,11 +30,11 @@ export function classify(error: unknown): { exitCode: number; status: RunStatus;
 }
 
 /** One line per problem on stderr, prefixed so that it stands out in a scheduler's log. */
-export function printError(io: Io, error: unknown): void {
+export function printError(io: Io, error: unknown, scrub: (text: string) => string = (text) => text): void {
   const message = error instanceof Error ? error.message : String(error);
   const lines = error instanceof ConfigError ? message.split('\n') : [oneLine(message)];
   // An error may quote the API (a status, an id, a message): its control characters show, and do nothing.
-  for (const line of lines) io.stderr.write(`post-reports-etl: error: ${terminalSafe(line)}\n`);
+  for (const line of lines) io.stderr.write(`post-reports-etl: error: ${terminalSafe(scrub(line))}\n`);
 }
 
 /**
@@ -84,9 +84,13 @@ export function closingSentence(summary: RunSummary): string {
   return parts.join(' ');
 }
 
-export function printSummary(io: Io, summary: RunSummary | Record<string, unknown>): void {
+export function printSummary(
+  io: Io,
+  summary: RunSummary | Record<string, unknown>,
+  scrub: (text: string) => string = (text) => text,
+): void {
   // JSON escapes C0 controls; the C1 ones and bidirectional overrides are escaped too, the JSON still the same.
-  io.stdout.write(`${terminalSafe(JSON.stringify(summary))}\n`);
+  io.stdout.write(`${terminalSafe(scrub(JSON.stringify(summary)))}\n`);
 }
 
 /**

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { printError, printSummary } from '../../src/cli/run-output.js';
 import { createLogger, prettyDestination } from '../../src/logger.js';
-import { connectionSecrets, secretForms } from '../../src/secret.js';
+import { connectionSecrets, Scrubber, secretForms } from '../../src/secret.js';
 
 const TOKEN = 'tok-3f9a"b\\c';
 // A password as people choose them: quotes, backslashes and characters a URL encodes.
@@ -68,6 +68,21 @@ describe('what the CLI prints besides the log', () => {
     const text = out.join('');
     for (const control of ['\u001b', '\u009b', '\u202e']) expect(text).not.toContain(control);
     expect(JSON.parse(out[1]!)).toEqual({ error: { message: 'status \u009b1;1H\u202e' } });
+  });
+});
+
+describe('what the CLI prints besides the log, with the secrets the configuration names', () => {
+  it('is scrubbed of every form of them', () => {
+    const out: string[] = [];
+    const stream = { write: (text: string) => out.push(text) } as unknown as NodeJS.WritableStream;
+    const streams = { stdout: stream, stderr: stream, signal: new AbortController().signal };
+    const scrubber = new Scrubber([PASSWORD]);
+    const scrub = (text: string) => scrubber.text(text);
+    printError(streams, new Error(`login failed with ${encodeURIComponent(PASSWORD)}`), scrub);
+    printSummary(streams, { error: { message: `rejected ${PASSWORD}` } }, scrub);
+    const text = out.join('');
+    for (const form of secretForms(PASSWORD)) expect(text).not.toContain(form);
+    expect(text).toContain('[redacted]');
   });
 });
 
