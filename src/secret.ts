@@ -110,17 +110,30 @@ export function connectionSecrets(
   url: string,
   environment: Readonly<Record<string, string | undefined>>,
 ): string[] {
-  const secrets: string[] = [];
+  const secrets = urlPasswords(url);
   try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') secrets.push(parsed.password, decodeURIComponent(parsed.password));
-    for (const value of parsed.searchParams.getAll('password')) secrets.push(value);
+    for (const value of new URL(url).searchParams.getAll('password')) secrets.push(value);
   } catch {
     // An unparsable URL is reported by the driver with its own message; nothing to scrub.
   }
   const fromEnvironment = environment.PGPASSWORD;
   if (fromEnvironment !== undefined && fromEnvironment !== '') secrets.push(fromEnvironment);
   return secrets.filter((secret) => secret !== '');
+}
+
+/** The password of a URL's user information, as written and decoded; none for a URL without one or unparsable. */
+export function urlPasswords(url: string): string[] {
+  try {
+    const { password } = new URL(url);
+    if (password === '') return [];
+    try {
+      return [password, decodeURIComponent(password)];
+    } catch {
+      return [password];
+    }
+  } catch {
+    return [];
+  }
 }
 
 // C0 and C1 control characters and the bidirectional overrides: data of the API must not move a terminal's

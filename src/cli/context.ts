@@ -9,7 +9,7 @@ import {
 } from '../config.js';
 import { EtlError } from '../errors.js';
 import { createLogger, type Logger, prettyDestination } from '../logger.js';
-import { connectionSecrets, Scrubber } from '../secret.js';
+import { connectionSecrets, Scrubber, urlPasswords } from '../secret.js';
 
 /** What a command runs with: the validated configuration, the process logger and a signal for SIGINT/SIGTERM. */
 export interface CommandContext {
@@ -48,7 +48,17 @@ export function commandContext(
   if (config.run.heapGrowthPercent > 0) {
     setFlagsFromString(`--heap-growing-percent=${config.run.heapGrowthPercent}`);
   }
-  const secrets = [config.api.token.reveal(), ...connectionSecrets(config.db.url.reveal(), env)];
+  // Every secret the connector knows: the token, the database's password, the proxy's credentials, the client key.
+  const proxies = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].map((name) => env[name] ?? '');
+  const tls = config.api.tls?.client;
+  const secrets = [
+    config.api.token.reveal(),
+    ...connectionSecrets(config.db.url.reveal(), env),
+    ...proxies.flatMap((url) => urlPasswords(url)),
+    config.api.proxy?.authorization?.reveal() ?? '',
+    tls?.key.reveal() ?? '',
+    tls?.passphrase?.reveal() ?? '',
+  ].filter((secret) => secret !== '');
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);
   const sink = options.logSink;

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { commandContext } from '../../src/cli/context.js';
 import { printError, printSummary } from '../../src/cli/run-output.js';
 import { createLogger, prettyDestination } from '../../src/logger.js';
 import { connectionSecrets, Scrubber, secretForms } from '../../src/secret.js';
@@ -83,6 +84,38 @@ describe('what the CLI prints besides the log, with the secrets the configuratio
     const text = out.join('');
     for (const form of secretForms(PASSWORD)) expect(text).not.toContain(form);
     expect(text).toContain('[redacted]');
+  });
+});
+
+describe("the CLI's logger", () => {
+  it('knows the token, the database password, PGPASSWORD and the proxy password', () => {
+    const lines: string[] = [];
+    const logSink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const context = commandContext({}, { api: true, db: true }, new AbortController().signal, {
+      env: {
+        POST_REPORTS_BASE_URL: 'https://api.example.com/v4',
+        POST_REPORTS_TOKEN: TOKEN,
+        DATABASE_URL: `postgres://etl:${encodeURIComponent(PASSWORD)}@127.0.0.1/reports`,
+        PGPASSWORD: 'env-pw-4821',
+        HTTPS_PROXY: 'http://me:proxy-pw-7730@proxy.example.com:3128',
+        LOG_FORMAT: 'json',
+      },
+      logSink,
+    });
+    context.logger.info(
+      { all: [TOKEN, PASSWORD, 'env-pw-4821', 'proxy-pw-7730'] },
+      `also ${JSON.stringify(PASSWORD)}`,
+    );
+    const out = lines.join('');
+    for (const secret of [TOKEN, PASSWORD, 'env-pw-4821', 'proxy-pw-7730']) {
+      for (const form of secretForms(secret)) expect(out, form).not.toContain(form);
+    }
+    expect(context.scrub(`x proxy-pw-7730 y`)).toBe('x [redacted] y');
   });
 });
 
