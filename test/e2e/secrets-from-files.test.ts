@@ -135,6 +135,30 @@ describe('secrets from files (the built CLI)', () => {
     expect(output(result)).not.toContain(encodeURIComponent(PASSWORD));
   });
 
+  it('refuses a database on another host without verified TLS, before connecting, unless allowed', async () => {
+    const remote = `postgres://etl_reader:${encodeURIComponent(PASSWORD)}@db.invalid:5432/reports`;
+    const refused = await runCli(
+      args('plaintext'),
+      fileEnv({ POST_REPORTS_TOKEN: TOKEN, DATABASE_URL: remote }),
+    );
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(
+      'post-reports-etl: error: DATABASE_URL (--database-url) connects to db.invalid without verified TLS, so its password and rows could be read or taken on the way: add ?sslmode=verify-full, or set POST_REPORTS_ALLOW_PLAINTEXT_DATABASE to allow it',
+    );
+    expect(output(refused)).not.toContain(PASSWORD);
+    // Allowed, the run goes on to connect (and finds no such host).
+    const allowed = await runCli(
+      args('plaintext'),
+      fileEnv({
+        POST_REPORTS_TOKEN: TOKEN,
+        DATABASE_URL: remote,
+        POST_REPORTS_ALLOW_PLAINTEXT_DATABASE: 'true',
+      }),
+    );
+    expect(allowed.stderr).not.toContain('without verified TLS');
+    expect(output(allowed)).not.toContain(PASSWORD);
+  });
+
   it('refuses a secret given both ways, and a file it cannot read, with exit 2 and one line each', async () => {
     const missing = join(folder, 'not-mounted');
     const result = await runCli(
