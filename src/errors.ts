@@ -101,25 +101,3 @@ export function oneLine(text: string, max = 500): string {
   const folded = text.replace(/\s+/g, ' ').trim();
   return folded.length > max ? `${folded.slice(0, max)}…` : folded;
 }
-
-// Class 08 (connection exception), 57P01-57P03 (terminated, crashed, not yet accepting), 57P05 (idle cut).
-const LOST_STATES = /^(08...|57P0[1235])$/;
-// A database closed to connections for a moment (ALLOW_CONNECTIONS false while it is switched over).
-const CLOSED_DATABASE = /is not currently accepting connections/;
-const LOST_MESSAGES =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|socket hang up/i;
-
-/**
- * Whether an error (or one it wraps) means the database went away: a terminated or crashed backend, a server
- * that restarts or fails over, a network cut. Retrying once it is back can succeed.
- */
-export function isConnectionLoss(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const state = 'code' in e && typeof e.code === 'string' ? e.code : undefined;
-    if (state !== undefined && LOST_STATES.test(state)) return true;
-    if (CLOSED_DATABASE.test(e.message)) return true;
-    if (state !== undefined && /^E[A-Z]+$/.test(state) && LOST_MESSAGES.test(state)) return true;
-    if (state === undefined && LOST_MESSAGES.test(e.message)) return true;
-  }
-  return false;
-}

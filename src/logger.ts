@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { type DestinationStream, type LogFn, type Logger, pino } from 'pino';
 import type PinoPretty from 'pino-pretty';
-import { isConnectionLoss } from './errors.js';
+import { isConnectionLoss } from './error-policy.js';
 import { Scrubber, terminalSafe } from './secret.js';
 
 export type { Logger } from 'pino';

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { type ApiConfig, SETTINGS } from '../config.js';
+import { backoffMs, RETRY_WAITS, retriesRequest } from '../error-policy.js';
 import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { BufferPool } from '../model/buffer-pool.js';
@@ -11,7 +12,6 @@ import { parseExactJson } from './exact-json.js';
 import { HttpError, isTokenRejection } from './http-error.js';
 import { type HttpAnswer, HttpTransport } from './http-transport.js';
 import { retryAfterMs } from './retry-after.js';
-import { backoffMs, isRetryable } from './retry-policy.js';
 import { asBuffer, withoutBom } from './utf8.js';
 
 /** What a retry listener learns about each retry before it waits. */
@@ -76,7 +76,6 @@ interface RawResponse {
 
 const MAX_BODY_IN_MESSAGE = 300;
 const DEFAULT_MAX_RESPONSE_BYTES = Number(SETTINGS.maxResponseBytes.default);
-const MAX_BACKOFF_MS = 60_000;
 
 /**
  * The HTTP client of the v4 API: bearer authentication, exact JSON, a timeout per attempt, and retries of
@@ -155,7 +154,7 @@ export class ApiClient {
         minTimeout: 0,
         ...(signal ? { signal } : {}),
         shouldRetry: async ({ error, attemptNumber }) => {
-          if (!(error instanceof ApiError) || !isRetryable(error)) return false;
+          if (!(error instanceof ApiError) || !retriesRequest(error)) return false;
           const delayMs = this.delayFor(error, attemptNumber);
           const remaining = retry.maxRetryTimeMs - (performance.now() - started);
           if (delayMs > remaining) return false;
@@ -180,7 +179,7 @@ export class ApiClient {
 
   private delayFor(error: ApiError, attempt: number): number {
     if (error instanceof HttpError && error.retryAfterMs !== undefined) return error.retryAfterMs;
-    return backoffMs(attempt, this.#config.retry.minDelayMs, MAX_BACKOFF_MS);
+    return backoffMs(attempt, this.#config.retry.minDelayMs, RETRY_WAITS.request.maxMs);
   }
 
   private async attempt(

@@ -29,10 +29,16 @@ export interface CommitOptions {
   /** The run's today (YYYY-MM-DD, UTC; default: the current date): a window reaching it is recorded as open. */
   today?: string;
   /**
-   * Run inside the commit's transaction once it holds the commit lock: throws when what the commit stands on (the
-   * run's locks, held by other sessions) is gone, so that nothing is committed without it.
+   * Run inside the commit's transaction once it holds the commit lock, with the report each window's stage holds
+   * (by start): throws when what the commit stands on (the run's locks, held by other sessions) is gone, so that
+   * nothing is committed without it.
    */
-  verify?: (client: pg.PoolClient) => Promise<void>;
+  verify?: (client: pg.PoolClient, staged: readonly StagedReport[]) => Promise<void>;
+}
+
+/** A window and the report its stage holds, as a commit replaces it. */
+export interface StagedReport extends Window {
+  readonly reportId: string;
 }
 
 const POSTS = 'posts';
@@ -129,7 +135,10 @@ async function replaceOld(
   const { schema, org } = context.scope;
   await lockForTransaction(client, commitLockKey(schema));
   // Once the commits before this one are done: what this one stands on may have been lost while it waited.
-  await verify?.(client);
+  await verify?.(
+    client,
+    sorted.map((w, i) => ({ start: w.start, end: w.end, reportId: stages[i]!.report_id })),
+  );
   // No column may be added to or retyped in posts between reading its columns and inserting the stages.
   await lockForTransaction(client, ddlLockKey(schema));
   // Nothing older replaces anything newer, whatever the windows' extents: another process may have loaded

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type DbConfig, SETTINGS } from '../config.js';
-import { EtlError, isAbortError, isConnectionLoss, oneLine, StoreError } from '../errors.js';
+import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import {
   IDLE_IN_TRANSACTION_TIMEOUT,
@@ -195,31 +195,6 @@ export async function withTransaction<T>(
   } finally {
     client.off('error', onError);
     client.release(broken);
-  }
-}
-
-const RECONNECT_POLL_MS = 500;
-
-/**
- * Waits until the database accepts a session again (a restart, a failover), trying every half second for up to
- * `waitMs`; false when it did not within that time.
- */
-export async function waitForDatabase(pool: pg.Pool, waitMs: number, signal?: AbortSignal): Promise<boolean> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      await pool.query('SELECT 1');
-      return true;
-    } catch (error) {
-      if (!isConnectionLoss(error) || Date.now() >= deadline || signal?.aborted) return false;
-    }
-    try {
-      await sleep(Math.min(RECONNECT_POLL_MS, Math.max(0, deadline - Date.now())), undefined, {
-        ...(signal ? { signal } : {}),
-      });
-    } catch {
-      return false;
-    }
   }
 }
 

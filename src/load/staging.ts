@@ -426,14 +426,15 @@ async function stagedPipelined(
     });
     return true;
   } catch (error) {
-    if (isNotInLine(error) || CAREFUL_STATES.test(sqlState(error) ?? '')) return false;
+    if (error instanceof NotInLine || CAREFUL_STATES.test(sqlState(error) ?? '')) return false;
     throw error;
   }
 }
 
-const NOT_IN_LINE = 'the page is not next in line of the stage as its writer knew it';
-const notInLine = (): Error => new Error(NOT_IN_LINE);
-const isNotInLine = (error: unknown): boolean => error instanceof Error && error.message === NOT_IN_LINE;
+/** The page is not next in line of the stage as its writer knew it: the careful way tells why. */
+class NotInLine extends Error {}
+const notInLine = (): Error =>
+  new NotInLine('the page is not next in line of the stage as its writer knew it');
 
 async function unkey(context: LoadContext, window: Window, signal?: AbortSignal): Promise<void> {
   const { scope } = context;

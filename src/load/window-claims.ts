@@ -5,9 +5,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { isConnectionLoss } from '../errors.js';
+import { isConnectionLoss } from '../error-policy.js';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
+import { retryDatabase } from './database-retry.js';
 import {
   lockHolders,
   sessionHolds,
@@ -54,12 +55,15 @@ export class WindowClaims {
   readonly #held = new Set<string>();
   /** The session serves one caller at a time: a pg client runs one query at a time, and a claim is several. */
   #turn: Promise<unknown> = Promise.resolve();
+  /** How long a claim is asked for again through the database's faults (POST_REPORTS_RECONNECT_WAIT_MS). */
+  readonly #waitMs: number;
 
-  constructor(pool: pg.Pool, scope: Scope, logger: Logger, freshness: Freshness) {
+  constructor(pool: pg.Pool, scope: Scope, logger: Logger, freshness: Freshness, waitMs = 0) {
     this.#pool = pool;
     this.#scope = scope;
     this.#logger = logger;
     this.#freshness = freshness;
+    this.#waitMs = waitMs;
   }
 
   /** Opens the claims connection. */
@@ -69,15 +73,11 @@ export class WindowClaims {
 
   /**
    * Claims every window of a group, or none; then tells whether another process loaded them meanwhile. A session
-   * cut under the claim took its claims with it: the claim is asked for once more, on a new session.
+   * cut under the claim took its claims with it: the claim is asked for again on a new session, as is one that
+   * met a deadlock or waited on a lock past lock_timeout (the database retry).
    */
-  claim(group: readonly Window[]): Promise<ClaimOutcome> {
-    return this.#inTurn(() =>
-      this.#claim(group).catch((error: unknown) => {
-        if (!isConnectionLoss(error)) throw error;
-        return this.#claim(group);
-      }),
-    );
+  claim(group: readonly Window[], signal?: AbortSignal): Promise<ClaimOutcome> {
+    return this.#inTurn(() => retryDatabase(() => this.#claim(group), { waitMs: this.#waitMs, signal }));
   }
 
   #claim(group: readonly Window[]): Promise<ClaimOutcome> {
@@ -108,7 +108,7 @@ export class WindowClaims {
     let told = false;
     for (;;) {
       signal.throwIfAborted();
-      const outcome = await this.claim(group);
+      const outcome = await this.claim(group, signal);
       if (outcome !== 'taken') return outcome;
       if (!told) {
         this.#logger.info(

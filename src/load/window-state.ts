@@ -231,6 +231,30 @@ export async function loadedFrom(
   return rows[0]?.done === true;
 }
 
+/**
+ * Whether a commit of these windows took effect: each is recorded loaded from the report its stage held, and its
+ * stage is gone (the commit drops it in the same transaction; a window loaded before from the same report and
+ * staged again still has its stage). Returns the posts the commit loaded, or null when it did not take effect.
+ */
+export async function committedAs(
+  db: Queryable,
+  scope: Scope,
+  staged: readonly (Window & { readonly reportId: string })[],
+): Promise<number | null> {
+  const { rows } = await db.query<{ done: boolean; posts: number }>(
+    `SELECT count(*) = cardinality($1::date[]) AS done, coalesce(sum(w.row_count), 0)::float8 AS posts
+       FROM ${qualified(scope.schema, 'report_windows')} w
+       JOIN unnest($1::date[], $2::date[], $3::text[]) AS g(s, e, report)
+         ON w.org = $4 AND w.window_start = g.s AND w.window_end = g.e AND w.report_id = g.report
+      WHERE w.status = 'loaded'
+        AND NOT EXISTS (SELECT 1 FROM ${qualified(scope.schema, 'stage_progress')} p
+                         WHERE p.org = w.org AND p.window_start = w.window_start AND p.window_end = w.window_end)`,
+    [staged.map((w) => w.start), staged.map((w) => w.end), staged.map((w) => w.reportId), scope.org],
+  );
+  const row = rows[0];
+  return row?.done === true ? row.posts : null;
+}
+
 /** The first date of the loaded history (null when nothing is loaded). Reads only columns of every version. */
 export async function firstLoadedDate(db: Queryable, scope: Scope): Promise<string | null> {
   // Before migration 008 the table has no org: its rows are the default organization's.

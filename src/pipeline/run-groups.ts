@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { ClaimOutcome, WindowClaims } from '../load/window-claims.js';
+import type { WindowCommit } from '../load/window-commit.js';
 import { byStart } from '../model/window.js';
 import type { WindowFailure } from './run-summary.js';
 import { type WindowStager, windowFailure } from './window-stager.js';
@@ -15,14 +16,12 @@ export interface LoadOutcome {
   readonly byOthers: number;
 }
 
-/** Commits a group of windows in one transaction; resolves to the posts loaded. */
-export type CommitGroup = (group: WindowGroup) => Promise<{ rows: number }>;
-
 interface GroupOptions {
   readonly concurrency: number;
   readonly signal: AbortSignal;
   readonly claims: WindowClaims;
-  readonly commit: CommitGroup;
+  /** The owner of each group's commit. */
+  readonly commits: WindowCommit;
 }
 
 /**
@@ -158,17 +157,15 @@ async function commitGroup(
     return { failures, interrupted: 0, notStarted: 0 };
   }
   try {
-    // The claims connection may have died meanwhile, and another process taken the group: it is theirs now. One
-    // that loaded it meanwhile owns its state: nothing of it is touched.
-    const held = await options.claims.holds(group);
-    if (held === 'done') return 'done';
-    if (held === 'taken') {
+    const started = Date.now();
+    const end = await options.commits.commit(group, signal);
+    // Another process loaded the group meanwhile: it owns its state, nothing of it is touched.
+    if (end === 'done') return 'done';
+    if (end === 'taken') {
       for (const w of group) await stager.markInterrupted(w, new Error('claim lost before the commit'));
       return 'lost';
     }
-    const started = Date.now();
-    const { rows } = await options.commit(group);
-    stager.committed(group, rows, Date.now() - started);
+    stager.committed(group, end.rows, Date.now() - started);
   } catch (error) {
     if (signal.aborted) return { failures, interrupted: group.length, notStarted: 0 };
     for (const w of group) {

@@ -1,19 +1,5 @@
-import { EtlError } from '../errors.js';
-
-const STOPPING = new Set([
-  'TOKEN_REJECTED',
-  'API_CERTIFICATE_UNTRUSTED',
-  'API_CLIENT_CERTIFICATE_REFUSED',
-  'PROXY_REFUSED',
-]);
-
-/**
- * Errors every window of the run would meet the same way: a token the API rejects (401/403), a certificate that
- * cannot be verified, a proxy that refuses.
- */
-export function stopsTheRun(error: unknown): error is EtlError {
-  return error instanceof EtlError && STOPPING.has(error.code);
-}
+import { stopsTheRun } from '../error-policy.js';
+import type { EtlError } from '../errors.js';
 
 /**
  * Stops the whole run at once on an error no window can get past, instead of failing the windows one by one:

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
-import { isConnectionLoss, oneLine, StoreError } from '../errors.js';
+import { oneLine } from '../errors.js';
 import { validateFilters } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { asStoreError, closePool, createPool, waitForDatabase } from '../load/database.js';
+import { asStoreError, closePool, createPool } from '../load/database.js';
 import { Loader } from '../load/loader.js';
 import { acquireRunLocks, organizationLockScope, type RunLocks, schemaLockScope } from '../load/locks.js';
 import { pendingMigrations, type Target } from '../load/migrate.js';
@@ -14,11 +14,11 @@ import { organizationEpoch, schemaEpoch } from '../load/schema-epoch.js';
 import type { Scope } from '../load/scope.js';
 import { sessionName } from '../load/session-name.js';
 import { WindowClaims } from '../load/window-claims.js';
+import { WindowCommit } from '../load/window-commit.js';
 import { advanceCursorTo, readCursor } from '../load/window-state.js';
 import { startClock } from '../model/clock.js';
 import { dayBefore } from '../model/dates.js';
 import { canonicalFilters } from '../model/filters.js';
-import { windowLabel } from '../model/window.js';
 import { VERSION } from '../version.js';
 import { exitFor } from './exit-codes.js';
 import { preflight } from './preflight.js';
@@ -30,7 +30,6 @@ import type { RunRequest } from './run-request.js';
 import { RunStop } from './run-stop.js';
 import type { RunStatus, RunSummary, WindowFailure } from './run-summary.js';
 import { WindowStager } from './window-stager.js';
-import type { WindowGroup } from './windows.js';
 
 /**
  * Runs the windows of a request: creates (or resumes) a report per window, streams its pages into the stage, and
@@ -159,10 +158,16 @@ async function loadRun(
   const context = { config, logger, signal, ...(run.onProgress ? { onProgress: run.onProgress } : {}) };
   const prepared = await prepareRun(pool, context, request, run.filters, logger);
   const { range } = prepared;
-  const claims = new WindowClaims(pool, runScope(config), logger, {
-    madeSince,
-    reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
-  });
+  const claims = new WindowClaims(
+    pool,
+    runScope(config),
+    logger,
+    {
+      madeSince,
+      reloads: (w) => range.reload || (range.reloadFrom !== undefined && w.end >= range.reloadFrom),
+    },
+    config.db.reconnectWaitMs ?? 0,
+  );
   try {
     // The schema is ready: the processes waiting for it go on while this one opens its claims' connection.
     await lock.share();
@@ -171,7 +176,16 @@ async function loadRun(
       concurrency: config.run.concurrency,
       signal,
       claims,
-      commit: (group) => commitHeld(run, lock, claims, group, request.today),
+      commits: new WindowCommit({
+        pool,
+        scope: runScope(config),
+        loader: run.loader,
+        locks: lock,
+        claims,
+        logger,
+        waitMs: config.db.reconnectWaitMs ?? 0,
+        today: request.today,
+      }),
     });
     const cursor =
       request.moveCursor && !signal.aborted
@@ -183,49 +197,6 @@ async function loadRun(
     return summarize(request, prepared, outcome, run.counters, cursor, started, stop);
   } finally {
     await claims.close();
-  }
-}
-
-/**
- * Commits a group under the run lock (waiting while its session is taken again) and the group's claims, both
- * checked inside the commit's transaction. A commit whose connection, lock or claims were lost is committed
- * again once the database is back, if this run holds them again: a commit is one transaction, so it either took
- * effect whole or not at all, and committing the same stage again replaces the same rows.
- */
-async function commitHeld(
-  run: ActiveRun,
-  lock: RunLocks,
-  claims: WindowClaims,
-  group: WindowGroup,
-  today: string,
-): Promise<{ rows: number }> {
-  const { stop, loader, logger, pool, config } = run;
-  // Checked inside the commit's transaction: a session lost since the checks above commits nothing.
-  const verify = async (client: pg.PoolClient): Promise<void> => {
-    if (!(await lock.heldIn(client))) {
-      throw new StoreError('DB_CONNECTION_LOST', 'the run lock was lost before the commit');
-    }
-    if (!(await claims.heldIn(client, group))) {
-      throw new StoreError('DB_CONNECTION_LOST', 'the window claims were lost before the commit');
-    }
-  };
-  for (let attempt = 1; ; attempt++) {
-    await lock.held();
-    try {
-      return await loader.commitWindows(group, stop.child(), { today, verify });
-    } catch (error) {
-      const lost = error instanceof StoreError && error.code === 'DB_CONNECTION_LOST';
-      if (attempt > 1 || stop.signal.aborted || !(lost || isConnectionLoss(error))) throw error;
-      logger.warn(
-        {
-          windows: group.map(windowLabel),
-          reason: oneLine(error instanceof Error ? error.message : String(error)),
-        },
-        'the commit lost its connection: committing again once the database is back',
-      );
-      await waitForDatabase(pool, config.db.reconnectWaitMs ?? 0, stop.signal);
-      if ((await claims.holds(group)) !== 'claimed') throw error;
-    }
   }
 }
 

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffMs, isRetryable } from '../api/retry-policy.js';
-import { ApiError, EtlError, isConnectionLoss, oneLine } from '../errors.js';
+import { backoffMs, isConnectionLoss, RETRY_WAITS, retriesWindow } from '../error-policy.js';
+import { ApiError, EtlError, oneLine } from '../errors.js';
 import { type PostMapping, type ReportPage, readPages } from '../extract/pager.js';
 import { createReport, waitForReport } from '../extract/report.js';
 import { ReportReadiness } from '../extract/report-readiness.js';
-import { waitForDatabase } from '../load/database.js';
+import { waitForDatabase } from '../load/database-retry.js';
 import type { Registry } from '../load/schema-evolution.js';
 import type { StageShape } from '../load/staging.js';
 import { CopyPools } from '../load/tape-encoding.js';
@@ -18,10 +18,6 @@ import type { WindowFailure } from './run-summary.js';
 import { Watchdog } from './watchdog.js';
 import type { WindowGroup } from './windows.js';
 
-/** A window's retries wait 1 s, then twice as long each time, up to 30 s (with jitter). */
-const WINDOW_RETRY_FIRST_MS = 1000;
-const WINDOW_RETRY_MAX_MS = 30_000;
-
 /** What an attempt fetched and staged itself (pages staged by an earlier run it resumes are not counted). */
 interface Staged {
   posts: number;
@@ -30,7 +26,7 @@ interface Staged {
 
 /**
  * Stages the run's windows: each window's attempts (WindowAttempt), each creating (or resuming) a report and
- * streaming its pages into the stage. The commit of its group is the run's (run-groups.ts).
+ * streaming its pages into the stage. The commit of its group is WindowCommit's (load/window-commit.ts).
  */
 export class WindowStager {
   readonly #run: ActiveRun;
@@ -74,7 +70,7 @@ export class WindowStager {
           await this.markInterrupted(window, signal.reason);
           throw error;
         }
-        if (attempt >= config.run.windowAttempts || !isRetryable(error, 'window')) {
+        if (attempt >= config.run.windowAttempts || !retriesWindow(error)) {
           log.error({ attempt, code: failure.code, err: error }, 'window failed');
           await this.markFailed(window, failure.message);
           onProgress?.({ type: 'window-failed', window, error: failure.message });
@@ -84,7 +80,7 @@ export class WindowStager {
         // A database that went away (failover, restart) is given its time to come back before the next attempt.
         if (isConnectionLoss(error))
           await waitForDatabase(this.#run.pool, config.db.reconnectWaitMs ?? 0, signal);
-        await sleep(backoffMs(attempt, WINDOW_RETRY_FIRST_MS, WINDOW_RETRY_MAX_MS), undefined, {
+        await sleep(backoffMs(attempt, RETRY_WAITS.window.firstMs, RETRY_WAITS.window.maxMs), undefined, {
           signal,
         }).catch(() => {});
       }

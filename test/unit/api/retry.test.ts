@@ -1,26 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../../src/api/http-error.js';
 import { retryAfterMs } from '../../../src/api/retry-after.js';
-import { backoffMs, isRetryable, pollDelayMs } from '../../../src/api/retry-policy.js';
+import { pollDelayMs } from '../../../src/api/retry-policy.js';
+import { backoffMs, retriesRequest, retriesWindow } from '../../../src/error-policy.js';
 import { ApiError, ConfigError, DataError, StoreError } from '../../../src/errors.js';
 
 function http(status: number): HttpError {
   return new HttpError(`GET /x answered ${status}`, { status, endpoint: 'GET /x', body: '' });
 }
 
-describe('isRetryable', () => {
+describe('retriesRequest', () => {
   it.each([408, 429, 500, 502, 503, 504])('retries %i', (status) => {
-    expect(isRetryable(http(status))).toBe(true);
+    expect(retriesRequest(http(status))).toBe(true);
   });
   it.each([301, 400, 401, 403, 404, 409, 410, 422])('never retries %i', (status) => {
-    expect(isRetryable(http(status))).toBe(false);
+    expect(retriesRequest(http(status))).toBe(false);
   });
   it('retries network errors and timeouts, not aborts or bad data', () => {
-    expect(isRetryable(new ApiError('API_NETWORK_ERROR', 'x'))).toBe(true);
-    expect(isRetryable(new ApiError('API_TIMEOUT', 'x'))).toBe(true);
-    expect(isRetryable(new ApiError('ABORTED', 'x'))).toBe(false);
-    expect(isRetryable(new DataError('PAGE_MALFORMED', 'x'))).toBe(false);
-    expect(isRetryable(new Error('x'))).toBe(false);
+    expect(retriesRequest(new ApiError('API_NETWORK_ERROR', 'x'))).toBe(true);
+    expect(retriesRequest(new ApiError('API_TIMEOUT', 'x'))).toBe(true);
+    expect(retriesRequest(new ApiError('ABORTED', 'x'))).toBe(false);
+    expect(retriesRequest(new DataError('PAGE_MALFORMED', 'x'))).toBe(false);
+    expect(retriesRequest(new Error('x'))).toBe(false);
   });
 });
 
@@ -41,22 +42,22 @@ describe('retryAfterMs', () => {
   });
 });
 
-describe('isRetryable for a window attempt', () => {
+describe('retriesWindow', () => {
   it('retries what a new attempt may not meet again', () => {
-    expect(isRetryable(new ApiError('REPORT_FAILED', 'x'), 'window')).toBe(true);
-    expect(isRetryable(new ApiError('REPORT_GONE', 'x', { status: 404 }), 'window')).toBe(true);
-    expect(isRetryable(new DataError('PAGE_MALFORMED', 'x'), 'window')).toBe(true);
-    expect(isRetryable(new StoreError('DB_ERROR', 'x'), 'window')).toBe(true);
+    expect(retriesWindow(new ApiError('REPORT_FAILED', 'x'))).toBe(true);
+    expect(retriesWindow(new ApiError('REPORT_GONE', 'x', { status: 404 }))).toBe(true);
+    expect(retriesWindow(new DataError('PAGE_MALFORMED', 'x'))).toBe(true);
+    expect(retriesWindow(new StoreError('DB_ERROR', 'x'))).toBe(true);
   });
 
   it('does not retry what it would meet again', () => {
-    expect(isRetryable(new ApiError('REPORT_FAILED', 'handed back', { final: true }), 'window')).toBe(false);
-    expect(isRetryable(new ApiError('REPORT_STALE', 'handed back', { final: true }), 'window')).toBe(false);
-    expect(isRetryable(new ApiError('REPORT_REJECTED', 'x', { status: 400 }), 'window')).toBe(false);
-    expect(isRetryable(new ApiError('API_HTTP_ERROR', 'x', { status: 403 }), 'window')).toBe(false);
-    expect(isRetryable(new ConfigError('CONFIG_INVALID', 'x'), 'window')).toBe(false);
-    expect(isRetryable(new StoreError('SCHEMA_MISMATCH', 'x'), 'window')).toBe(false);
-    expect(isRetryable(new DataError('FIELD_TYPE_MISMATCH', 'x'), 'window')).toBe(false);
+    expect(retriesWindow(new ApiError('REPORT_FAILED', 'handed back', { final: true }))).toBe(false);
+    expect(retriesWindow(new ApiError('REPORT_STALE', 'handed back', { final: true }))).toBe(false);
+    expect(retriesWindow(new ApiError('REPORT_REJECTED', 'x', { status: 400 }))).toBe(false);
+    expect(retriesWindow(new ApiError('API_HTTP_ERROR', 'x', { status: 403 }))).toBe(false);
+    expect(retriesWindow(new ConfigError('CONFIG_INVALID', 'x'))).toBe(false);
+    expect(retriesWindow(new StoreError('SCHEMA_MISMATCH', 'x'))).toBe(false);
+    expect(retriesWindow(new DataError('FIELD_TYPE_MISMATCH', 'x'))).toBe(false);
   });
 });
 

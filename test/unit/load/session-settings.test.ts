@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isConnectionLoss, StoreError } from '../../../src/errors.js';
+import { isConnectionLoss } from '../../../src/error-policy.js';
+import { StoreError } from '../../../src/errors.js';
 import { sessionSettings } from '../../../src/load/database.js';
 import { Secret } from '../../../src/secret.js';
 

@@ -1,0 +1,263 @@
+/*
+ * The connector's one error policy: what follows each error, by its code (ERROR_POLICY), and for the database's
+ * own errors by their SQLSTATE (DATABASE_FAULTS): whether a request is sent again, whether a window gets another
+ * attempt or fails, whether the run stops, whether a person is needed, and the exit code. The HTTP client, the
+ * window attempts, the report polls, the database waits (reconnecting, claims, commits) and the CLI's exit code
+ * all read it; nothing decides by an error's message. The waits between retries are here too (RETRY_WAITS).
+ */
+import { SETTINGS } from './config.js';
+import { ApiError, type ErrorCode, EtlError, StoreError } from './errors.js';
+
+/** Exit codes of the CLI; orchestrators act on these. */
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  partial: 3,
+  lockHeld: 4,
+  interrupted: 130,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/**
+ * What a window does after an attempt failed with the error: another attempt (within POST_REPORTS_WINDOW_ATTEMPTS),
+ * or it fails (exit 3 unless something ends the run). 'retry unless refused': a 400, 401 or 403 is a refusal the API
+ * would repeat. Whatever the rule, an error the API says it repeats for the rest of the run (`final`) fails the window.
+ */
+export type WindowRule = 'retry' | 'fail' | 'retry unless refused';
+
+/**
+ * What a request does after it failed with the error: sent again (with the HTTP client's backoff and budget:
+ * POST_REPORTS_RETRY_*), never, or when its status says "later" (408, 429, 5xx).
+ */
+export type RequestRule = 'retry' | 'never' | 'if transient';
+
+export interface ErrorRule {
+  readonly request: RequestRule;
+  readonly window: WindowRule;
+  /** Every window of the run would meet it the same way: the run stops at once, its windows interrupted. */
+  readonly stopsTheRun: boolean;
+  /** The exit code of a run (or command) that ends on it. */
+  readonly exit: ExitCode;
+}
+
+const person = (extra: Partial<ErrorRule> = {}): ErrorRule => ({
+  request: 'never',
+  window: 'fail',
+  stopsTheRun: false,
+  exit: EXIT.usage,
+  ...extra,
+});
+const transient: ErrorRule = { request: 'retry', window: 'retry', stopsTheRun: false, exit: EXIT.failed };
+const anotherAttempt: ErrorRule = {
+  request: 'never',
+  window: 'retry',
+  stopsTheRun: false,
+  exit: EXIT.failed,
+};
+const windowFails: ErrorRule = { request: 'never', window: 'fail', stopsTheRun: false, exit: EXIT.failed };
+
+/** What follows each error code: the one table (a unit test checks that every code has its entry). */
+export const ERROR_POLICY: { readonly [C in ErrorCode]: ErrorRule } = {
+  CONFIG_INVALID: person(),
+  FILTER_INVALID: person(),
+  FILTERS_CHANGED: person(),
+  RESET_DECLINED: person(),
+  TOKEN_REJECTED: person({ stopsTheRun: true }),
+  DB_VERSION_UNSUPPORTED: person(),
+  DB_PRIVILEGE_MISSING: person(),
+  DB_LOGIN_REJECTED: person(),
+  DB_NOT_FOUND: person(),
+  DB_POOLER_UNSUPPORTED: person(),
+  API_NOT_FOUND: person(),
+  API_HTTP_ERROR: { ...transient, request: 'if transient', window: 'retry unless refused' },
+  REPORT_REJECTED: windowFails,
+  API_NETWORK_ERROR: transient,
+  // What the connection to the API meets on every request (its certificate, the gateway's, the proxy's refusal).
+  API_CERTIFICATE_UNTRUSTED: person({ stopsTheRun: true }),
+  API_CLIENT_CERTIFICATE_REFUSED: person({ stopsTheRun: true }),
+  PROXY_REFUSED: person({ stopsTheRun: true }),
+  API_TIMEOUT: transient,
+  REPORT_FAILED: anotherAttempt,
+  REPORT_DEADLINE: anotherAttempt,
+  REPORT_GONE: anotherAttempt,
+  REPORT_STALE: windowFails,
+  PAGE_MALFORMED: anotherAttempt,
+  RECORD_INVALID: anotherAttempt,
+  FIELD_TYPE_MISMATCH: windowFails,
+  DB_ERROR: anotherAttempt,
+  DB_CONNECTION_LOST: anotherAttempt,
+  LOCK_HELD: { ...anotherAttempt, exit: EXIT.lockHeld },
+  SCHEMA_MISMATCH: windowFails,
+  NO_PROGRESS: anotherAttempt,
+  // A window's own deadline (its watchdog) aborts what it waits for too; the run's abort is told apart first.
+  ABORTED: { ...anotherAttempt, exit: EXIT.interrupted },
+};
+
+/** An error that is not the connector's own (a bug, a library's): the window tries again, the run exits 1. */
+const UNEXPECTED: ErrorRule = anotherAttempt;
+
+/** The rule of an error: by its code, or UNEXPECTED. */
+export function ruleOf(error: unknown): ErrorRule {
+  return error instanceof EtlError ? ERROR_POLICY[error.code] : UNEXPECTED;
+}
+
+/** Statuses that say "try again later": request timeout, too many requests, and every server error. */
+function isTransientStatus(status: number | undefined): boolean {
+  return status !== undefined && (status === 408 || status === 429 || status >= 500);
+}
+
+/** Whether a failed request is sent again (network errors, timeouts, 408, 429, 5xx; never an abort). */
+export function retriesRequest(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return false;
+  const rule = ERROR_POLICY[error.code].request;
+  return rule === 'retry' || (rule === 'if transient' && isTransientStatus(error.status));
+}
+
+/** Statuses the API would answer a window's next attempt with again. */
+const REFUSALS = new Set([400, 401, 403]);
+
+/** Whether a window whose attempt failed with the error gets another attempt (within its budget). */
+export function retriesWindow(error: unknown): boolean {
+  if (error instanceof ApiError && error.final) return false;
+  const rule = ruleOf(error).window;
+  if (rule === 'retry unless refused') return !(error instanceof ApiError && REFUSALS.has(error.status ?? 0));
+  return rule === 'retry';
+}
+
+/** Errors every window of the run would meet the same way (a token the API rejects): the run stops at once. */
+export function stopsTheRun(error: unknown): error is EtlError {
+  return error instanceof EtlError && ERROR_POLICY[error.code].stopsTheRun;
+}
+
+/** Whether retrying cannot help: a person must fix something first (exit 2). */
+export function needsAPerson(error: unknown): boolean {
+  return ruleOf(error).exit === EXIT.usage;
+}
+
+/** The exit code of a run or command that ends on `error`. */
+export function exitForError(error: unknown): ExitCode {
+  return ruleOf(error).exit;
+}
+
+/**
+ * The database's own transient faults, each retried by the database retry (src/load/database-retry.ts) within
+ * POST_REPORTS_RECONNECT_WAIT_MS: a session lost (a terminated or crashed backend, a restart, a failover, a network
+ * cut; the run's lock or claims lost with it), a transaction PostgreSQL rolled back for a serialization failure or
+ * a deadlock (which its documentation asks every client to retry), a lock waited for past lock_timeout.
+ */
+export type DatabaseFault = 'connection lost' | 'conflict' | 'lock timeout';
+
+/** Class 08 (connection exception), 57P01-57P03 (terminated, crashed, not yet accepting), 57P05 (idle cut). */
+const LOST_STATES = /^(08...|57P0[1235])$/;
+/** The SQLSTATEs of the faults other than a lost session. */
+const FAULT_STATES: Readonly<Record<string, DatabaseFault>> = {
+  '40001': 'conflict', // serialization_failure
+  '40P01': 'conflict', // deadlock_detected
+  '55P03': 'lock timeout', // lock_not_available
+};
+/** Node's socket errors (their `code`) that mean the server is out of reach or the connection gone. */
+const LOST_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/**
+ * pg raises a few errors with no code at all (a connection ended under a query, a pool that could not connect
+ * in time, a client whose connection already failed), and PostgreSQL refuses a connection to a database closed
+ * for a moment (ALLOW_CONNECTIONS false while it is switched over) with the code of any missing object: for
+ * these alone, the text is all there is to go by.
+ */
+const LOST_WITHOUT_CODE =
+  /^Connection terminated|^connection timeout|timeout exceeded when trying to connect|not queryable|socket hang up/i;
+const CLOSED_DATABASE = /is not currently accepting connections/;
+
+/** The database fault an error (or one it wraps) is, if any. */
+export function databaseFault(error: unknown): DatabaseFault | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof StoreError && e.code === 'DB_CONNECTION_LOST') return 'connection lost';
+    const code = 'code' in e && typeof e.code === 'string' ? e.code : undefined;
+    if (code !== undefined) {
+      if (LOST_STATES.test(code) || LOST_SOCKET_CODES.has(code)) return 'connection lost';
+      const fault = FAULT_STATES[code];
+      if (fault !== undefined) return fault;
+      if (CLOSED_DATABASE.test(e.message)) return 'connection lost';
+    } else if (LOST_WITHOUT_CODE.test(e.message)) {
+      return 'connection lost';
+    }
+  }
+  return undefined;
+}
+
+/** Whether the database went away (see DatabaseFault): retrying once it is back can succeed. */
+export function isConnectionLoss(error: unknown): boolean {
+  return databaseFault(error) === 'connection lost';
+}
+
+/** The waits between retries: `firstMs` doubled at each retry up to `maxMs` (backoffMs), and what bounds them. */
+export const RETRY_WAITS = {
+  /** A request: from POST_REPORTS_RETRY_MIN_DELAY_MS (or the server's Retry-After). */
+  request: {
+    firstMs: SETTINGS.retryMinDelayMs.env,
+    maxMs: 60_000,
+    budget: `${SETTINGS.maxAttempts.env}, ${SETTINGS.maxRetryTimeMs.env}`,
+  },
+  /** A window's next attempt. */
+  window: { firstMs: 1000, maxMs: 30_000, budget: SETTINGS.windowAttempts.env },
+  /** A database fault: reconnecting, a claim, a commit, a conflict or a lock timeout. */
+  database: { firstMs: 250, maxMs: 5000, budget: SETTINGS.reconnectWaitMs.env },
+} as const;
+
+/**
+ * The wait before retry `attempt` (1: the first): `firstMs` doubled at each retry up to `maxMs`, with full
+ * jitter between half and the whole, which keeps parallel windows from retrying in lockstep.
+ */
+export function backoffMs(attempt: number, firstMs: number, maxMs: number): number {
+  const base = Math.min(maxMs, firstMs * 2 ** (attempt - 1));
+  return Math.round(base * (0.5 + Math.random() / 2));
+}
+
+/** The codes whose rule ends a run with `exit`, as the README's table names them. */
+function codesExiting(exit: ExitCode): string {
+  return (Object.keys(ERROR_POLICY) as ErrorCode[])
+    .filter((code) => ERROR_POLICY[code].exit === exit)
+    .map((code) => `\`${code}\``)
+    .join(', ');
+}
+
+/**
+ * What each exit code means, in the order the README's table lists them (a unit test keeps the two equal); the
+ * codes that need a person are read from ERROR_POLICY.
+ */
+export const EXIT_CODE_TABLE: readonly { readonly code: ExitCode; readonly meaning: string }[] = [
+  { code: EXIT.ok, meaning: 'success' },
+  {
+    code: EXIT.failed,
+    meaning:
+      'the run failed as a whole: the API or the database unreachable (after the retries), the database gone mid-run for longer than `POST_REPORTS_RECONNECT_WAIT_MS` or reset meanwhile (`DB_CONNECTION_LOST`: what was committed stays, the next run resumes), an unexpected error',
+  },
+  {
+    code: EXIT.usage,
+    meaning: `needs a person: a bad flag, date, filter or field name, a missing token, a filter or field selection change without \`--reset\`, PostgreSQL older than 14, a missing privilege, a login PostgreSQL refuses, a database that does not exist, a base URL the API answers 404 at, an API certificate that cannot be verified or a client certificate its gateway wants, a proxy that refuses (407, 403), a pooler in transaction mode (each found before anything is written), a \`--reset\` declined at its question; a token the API rejects (401/403), on any request, stops the run at once (${codesExiting(EXIT.usage)})`,
+  },
+  {
+    code: EXIT.partial,
+    meaning:
+      "partial failure: some windows failed (named in the summary and on stderr; a 400 on report creation fails its window with the API's message); the others are loaded",
+  },
+  {
+    code: EXIT.lockHeld,
+    meaning:
+      'a `--reset` (a rename) or a migration (`migrate`, or a run of a newer version) waited `POST_REPORTS_LOCK_WAIT_MS` for the runs of the organization (of the schema) to end, or a run waited that long for one of them: runs themselves share a schema',
+  },
+  {
+    code: EXIT.interrupted,
+    meaning: 'interrupted by SIGINT or SIGTERM: the window in progress was rolled back, the lock released',
+  },
+];

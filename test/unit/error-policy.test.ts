@@ -1,0 +1,107 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import {
+  databaseFault,
+  ERROR_POLICY,
+  EXIT,
+  EXIT_CODE_TABLE,
+  exitForError,
+  needsAPerson,
+  retriesWindow,
+  stopsTheRun,
+} from '../../src/error-policy.js';
+import { ApiError, type ErrorCode, EtlError, StoreError } from '../../src/errors.js';
+
+const ERRORS_SOURCE = readFileSync(new URL('../../src/errors.ts', import.meta.url), 'utf8');
+
+/** Every member of the ErrorCode union, read from its declaration. */
+function declaredCodes(): string[] {
+  const start = ERRORS_SOURCE.indexOf('export type ErrorCode');
+  const end = ERRORS_SOURCE.indexOf(';', start);
+  return [...ERRORS_SOURCE.slice(start, end).matchAll(/\|\s*'([A-Z_]+)'/g)].map((m) => m[1]!);
+}
+
+/** A pg error as the driver raises it: a message and a SQLSTATE. */
+function pgError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+describe('the error policy table', () => {
+  it('has an entry for every error code, and none other', () => {
+    expect(declaredCodes().length).toBeGreaterThan(20);
+    expect(Object.keys(ERROR_POLICY).sort()).toEqual(declaredCodes().sort());
+  });
+
+  it("gives every code an exit code the README's table explains", () => {
+    const documented = new Set<number>(EXIT_CODE_TABLE.map((row) => row.code));
+    for (const [code, rule] of Object.entries(ERROR_POLICY)) {
+      expect(documented.has(rule.exit), code).toBe(true);
+      expect(exitForError(new EtlError(code as ErrorCode, 'x'))).toBe(rule.exit);
+    }
+  });
+
+  it('names in the README row of exit 2 exactly the codes that need a person', () => {
+    const row = EXIT_CODE_TABLE.find((r) => r.code === EXIT.usage)!.meaning;
+    const named = [...row.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1]!).sort();
+    const person = (Object.keys(ERROR_POLICY) as ErrorCode[])
+      .filter((code) => needsAPerson(new EtlError(code, 'x')))
+      .sort();
+    expect(named).toEqual(person);
+    expect(person).toContain('TOKEN_REJECTED');
+  });
+
+  it('stops the run on what every request meets: a rejected token, an untrusted certificate, a refusing proxy', () => {
+    const stopping = (Object.keys(ERROR_POLICY) as ErrorCode[]).filter((code) =>
+      stopsTheRun(new EtlError(code, 'x')),
+    );
+    expect(stopping.sort()).toEqual(
+      ['API_CERTIFICATE_UNTRUSTED', 'API_CLIENT_CERTIFICATE_REFUSED', 'PROXY_REFUSED', 'TOKEN_REJECTED'].sort(),
+    );
+  });
+
+  it('never gives another attempt to a window whose error needs a person', () => {
+    for (const code of Object.keys(ERROR_POLICY) as ErrorCode[]) {
+      if (needsAPerson(new EtlError(code, 'x')))
+        expect(retriesWindow(new EtlError(code, 'x')), code).toBe(false);
+    }
+  });
+
+  it('an error that is not the connector’s own: another attempt, exit 1', () => {
+    expect(retriesWindow(new Error('boom'))).toBe(true);
+    expect(exitForError(new Error('boom'))).toBe(EXIT.failed);
+    expect(retriesWindow(new ApiError('REPORT_GONE', 'handed back', { final: true }))).toBe(false);
+  });
+});
+
+describe('database faults', () => {
+  it('serialization failures, deadlocks and lock timeouts, wrapped or not', () => {
+    expect(databaseFault(pgError('40001', 'could not serialize access'))).toBe('conflict');
+    expect(databaseFault(pgError('40P01', 'deadlock detected'))).toBe('conflict');
+    expect(databaseFault(pgError('55P03', 'canceling statement due to lock timeout'))).toBe('lock timeout');
+    const wrapped = new StoreError('DB_ERROR', 'committing 2026-03-02..2026-03-08 failed (40001)', {
+      cause: pgError('40001', 'could not serialize access'),
+    });
+    expect(databaseFault(wrapped)).toBe('conflict');
+  });
+
+  it('lost sessions: by SQLSTATE, by socket code, a lock or claim lost, pg’s errors without a code', () => {
+    expect(databaseFault(pgError('57P01', 'terminating connection due to administrator command'))).toBe(
+      'connection lost',
+    );
+    expect(databaseFault(pgError('08006', 'connection failure'))).toBe('connection lost');
+    expect(databaseFault(pgError('ECONNRESET', 'read ECONNRESET'))).toBe('connection lost');
+    expect(
+      databaseFault(new StoreError('DB_CONNECTION_LOST', 'the run lock was lost before the commit')),
+    ).toBe('connection lost');
+    expect(databaseFault(new Error('Connection terminated unexpectedly'))).toBe('connection lost');
+  });
+
+  it('what retrying cannot mend is no fault', () => {
+    expect(databaseFault(pgError('23505', 'duplicate key value'))).toBeUndefined();
+    expect(databaseFault(pgError('57014', 'canceling statement due to statement timeout'))).toBeUndefined();
+    expect(databaseFault(pgError('42P01', 'relation does not exist'))).toBeUndefined();
+    expect(databaseFault(new StoreError('SCHEMA_MISMATCH', 'windows overlap'))).toBeUndefined();
+    // A message that merely mentions a reset is not one.
+    expect(databaseFault(new StoreError('DB_ERROR', 'value "ECONNRESET" is not a number'))).toBeUndefined();
+  });
+});
