@@ -12,8 +12,18 @@ export interface CuttingProxy {
    * sends a session that pg_terminate_backend ended (FATAL 57P01), and the session is closed. Resolves once done.
    */
   cutNext(): Promise<void>;
+  /**
+   * Cuts the transactions whose messages carry `marker` (say, the commit lock's key), one per cut, in order (on any
+   * session): 'statement': the message carrying it is not passed on, and the session ends as cutNext ends it
+   * (nothing of the transaction is committed); 'answer': it passes, and so does the session's next COMMIT, but once
+   * PostgreSQL answers the COMMIT (it committed), the connection drops before the answer is relayed, as a network
+   * cut right after a commit. Resolves once every cut is done.
+   */
+  cutTransactions(marker: string, cuts: readonly Cut[]): Promise<void>;
   close(): void;
 }
+
+export type Cut = 'statement' | 'answer';
 
 /** PostgreSQL's ErrorResponse for a terminated backend, as a server sends it before it closes the session. */
 function terminatedMessage(): Buffer {
@@ -32,6 +42,16 @@ function terminatedMessage(): Buffer {
   return Buffer.concat([head, fields]);
 }
 
+/** The simple-query message `COMMIT`, as pg sends it. */
+function commitMessage(): Buffer {
+  const text = Buffer.from('COMMIT\0');
+  const head = Buffer.alloc(5);
+  head.write('Q', 0);
+  head.writeInt32BE(text.length + 4, 1);
+  return Buffer.concat([head, text]);
+}
+const COMMIT = commitMessage();
+
 /**
  * Starts a TCP proxy in front of the PostgreSQL server at `target` (host:port). It answers every SSLRequest with
  * 'N' and passes everything else through, until told to cut: then a session ends at a chosen moment, the way a
@@ -40,6 +60,14 @@ function terminatedMessage(): Buffer {
 export async function startCuttingProxy(target: { host: string; port: number }): Promise<CuttingProxy> {
   const sockets: Socket[] = [];
   let armed: (() => void) | undefined;
+  let plan: { marker: Buffer; cuts: Cut[]; done: () => void } | undefined;
+  // The cuts of a plan, each told once done: the plan is done with the last.
+  const cutDone = (): void => {
+    if (plan !== undefined && plan.cuts.length === 0) {
+      plan.done();
+      plan = undefined;
+    }
+  };
   const server = createServer((client) => {
     sockets.push(client);
     client.on('error', () => {});
@@ -63,7 +91,37 @@ export async function startCuttingProxy(target: { host: string; port: number }):
       });
       upstream.write(head);
       upstream.pipe(client);
+      // This session passed a marked message on: its next COMMIT's answer is not relayed.
+      let dropAnswer = false;
       client.on('data', (data: Buffer) => {
+        if (cutting) return;
+        if (dropAnswer && data.includes(COMMIT)) {
+          cutting = true;
+          upstream.unpipe(client);
+          upstream.once('data', () => {
+            upstream.destroy();
+            client.resetAndDestroy();
+            cutDone();
+          });
+          // Unpiped, the socket is paused: the answer is read (and dropped) all the same.
+          upstream.resume();
+          upstream.write(data);
+          return;
+        }
+        const marked = plan !== undefined && !dropAnswer && data.includes(plan.marker);
+        const planned = marked ? plan?.cuts.shift() : undefined;
+        if (planned === 'answer') {
+          dropAnswer = true;
+          upstream.write(data);
+          return;
+        }
+        if (planned === 'statement') {
+          cutting = true;
+          upstream.unpipe(client);
+          upstream.destroy();
+          client.end(terminatedMessage(), cutDone);
+          return;
+        }
         const cut = armed;
         if (cut === undefined) {
           upstream.write(data);
@@ -91,6 +149,11 @@ export async function startCuttingProxy(target: { host: string; port: number }):
     cutNext() {
       return new Promise<void>((resolve) => {
         armed = resolve;
+      });
+    },
+    cutTransactions(marker, cuts) {
+      return new Promise<void>((resolve) => {
+        plan = { marker: Buffer.from(marker), cuts: [...cuts], done: resolve };
       });
     },
     close() {
