@@ -87,7 +87,7 @@ describe('a commit whose session is cut (the built CLI, through a proxy)', () =>
   }
 });
 
-describe('a commit that meets a lock (the built CLI)', () => {
+describe('a commit that meets another transaction (the built CLI)', () => {
   it('a lock waited for past lock_timeout (55P03) is waited for again: exit 0', async () => {
     const sim = await simulator(63);
     const schema = 'lock_timeout';
@@ -100,8 +100,8 @@ describe('a commit that meets a lock (the built CLI)', () => {
       );
       // The commit waits for the lock, gives up at lock_timeout, and waits for it again.
       await lockWait(db.pool);
-      await run.waitForOutput('(lock timeout): committing again');
-      await lockWait(db.pool);
+      await Promise.race([run.waitForOutput('(lock timeout): committing again'), run.done]);
+      await Promise.race([lockWait(db.pool), run.done]);
       await holder.query(`SELECT pg_advisory_unlock(${LOCK_NUMBER})`, [commitLockKey(schema)]);
       await expectLoaded(await run.done, sim, schema);
     } finally {
@@ -137,8 +137,40 @@ describe('a commit that meets a lock (the built CLI)', () => {
       await other.query('COMMIT');
       const result = await run.done;
       expect(result.stderr).toContain('(conflict): committing again');
+      expect(result.stderr).toContain('40P01');
       await expectLoaded(result, sim, schema);
     } finally {
+      gate.release(true);
+      other.release(true);
+    }
+  });
+
+  it('a serialization failure (40001) at the commit is committed again: exit 0', async () => {
+    const sim = await simulator(65);
+    const schema = 'serialized';
+    const database = pg.escapeIdentifier(server.pathname.slice(1));
+    const gate = await db.pool.connect();
+    const other = await db.pool.connect();
+    await db.pool.query(`ALTER DATABASE ${database} SET default_transaction_isolation = 'serializable'`);
+    try {
+      // The commit reads the stages (its snapshot), then waits for the commit lock.
+      await gate.query(`SELECT pg_advisory_lock(${LOCK_NUMBER})`, [commitLockKey(schema)]);
+      const run = startCli(args(schema), cliEnv(sim, db.url));
+      await lockWait(db.pool);
+      // Meanwhile another serializable transaction reads what the commit writes (the windows' state) and writes
+      // what it reads (the organization's filters), and commits first: the commit cannot be serialized after it.
+      const q = (table: string) => `${pg.escapeIdentifier(schema)}.${table}`;
+      await other.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+      await other.query(`SELECT count(*) FROM ${q('report_windows')}`);
+      await other.query(`UPDATE ${q('sync_state')} SET filters = filters`);
+      await other.query('COMMIT');
+      await gate.query(`SELECT pg_advisory_unlock(${LOCK_NUMBER})`, [commitLockKey(schema)]);
+      const result = await run.done;
+      expect(result.stderr).toContain('(conflict): committing again');
+      expect(result.stderr).toContain('40001');
+      await expectLoaded(result, sim, schema);
+    } finally {
+      await db.pool.query(`ALTER DATABASE ${database} RESET default_transaction_isolation`);
       gate.release(true);
       other.release(true);
     }
