@@ -3,12 +3,12 @@
  * locks serialize short critical sections (DDL on posts, the window commits, a window's stage); session locks hold a schema
  * for a migration or for a whole run.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
 import { oneLine, StoreError } from '../errors.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import { backendOf, backendPid } from './database.js';
+import { finalError, retryDatabase } from './database-retry.js';
 import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
 import { cancelOwnBackend } from './queries.js';
 import { type Scope, scopeName } from './scope.js';
@@ -161,7 +161,6 @@ SELECT k.key, l.pid, a.application_name, a.backend_start AS since
    AND l.classid::bigint = (k.n >> 32) & 4294967295 AND l.objid::bigint = k.n & 4294967295
   LEFT JOIN pg_stat_activity a ON a.pid = l.pid
  ORDER BY a.backend_start, l.pid`;
-const RETRY_MS = 250;
 
 /** A live session holding an advisory lock: its process dies, its connection dies, the lock is freed. */
 export interface LockHolder {
@@ -540,37 +539,49 @@ class SessionRunLock implements RunLock {
     regain?.onLost?.(error);
   }
 
+  /**
+   * Takes the shared lock again on a new session, through the database retry: a database not back yet and a lock
+   * not free yet (held alone by another process for a moment) are both tried again until the wait is over.
+   */
   async #regain(regain: RegainOptions, cause: Error): Promise<void> {
-    const deadline = Date.now() + regain.waitMs;
     const why = `the session holding the run lock was lost (${oneLine(cause.message)})`;
     const signal = this.#options.signal;
-    for (;;) {
-      if (this.#released || signal?.aborted) throw lostError(why);
-      let client: pg.PoolClient | undefined;
-      try {
-        client = await this.#pool.connect();
-        if (await tryLockSession(client, this.#key, 'shared')) {
-          const epoch = await regain.epoch(client);
-          if (epoch !== this.#epoch) {
-            throw lostError(`${why}, and the schema was reset or migrated before it was taken again`);
+    // Why the lock can never be taken again, whatever the wait.
+    let ended: StoreError | undefined;
+    try {
+      await retryDatabase(
+        async () => {
+          if (this.#released || signal?.aborted) throw finalError(lostError(why));
+          let client: pg.PoolClient | undefined;
+          try {
+            client = await this.#pool.connect();
+            if (!(await tryLockSession(client, this.#key, 'shared'))) {
+              client.release();
+              client = undefined;
+              throw lostError(`${why}, and the lock is not free yet`);
+            }
+            const epoch = await regain.epoch(client);
+            if (epoch !== this.#epoch) {
+              ended = lostError(`${why}, and the schema was reset or migrated before it was taken again`);
+              throw finalError(ended);
+            }
+          } catch (error) {
+            // Whatever failed, the connection goes back (ended): one kept by nobody is one the pool never lends again.
+            client?.release(error instanceof Error ? error : true);
+            throw error;
           }
           this.#hold(client);
           this.#regaining = undefined;
           regain.onRegained?.();
-          return;
-        }
-        client.release();
-      } catch (error) {
-        // Whatever failed, the connection goes back (ended): one kept by nobody is one the pool never lends again.
-        client?.release(error instanceof Error ? error : true);
-        if (error instanceof StoreError) throw error;
-      }
-      if (Date.now() >= deadline) {
-        throw lostError(
-          `${why}, and it could not be taken again within ${Math.round(regain.waitMs / 1000)} s (${SETTINGS.reconnectWaitMs.env})`,
-        );
-      }
-      await sleep(Math.min(RETRY_MS * 2, Math.max(0, deadline - Date.now())));
+        },
+        { waitMs: regain.waitMs, signal },
+      );
+    } catch {
+      if (ended !== undefined) throw ended;
+      if (this.#released || signal?.aborted) throw lostError(why);
+      throw lostError(
+        `${why}, and it could not be taken again within ${Math.round(regain.waitMs / 1000)} s (${SETTINGS.reconnectWaitMs.env})`,
+      );
     }
   }
 
