@@ -152,7 +152,7 @@ export type DatabaseFault = 'connection lost' | 'conflict' | 'lock timeout';
 /** Class 08 (connection exception), 57P01-57P03 (terminated, crashed, not yet accepting), 57P05 (idle cut). */
 const LOST_STATES = /^(08...|57P0[1235])$/;
 /** The SQLSTATEs of the faults other than a lost session. */
-const FAULT_STATES: Readonly<Record<string, DatabaseFault>> = {
+export const DATABASE_FAULTS: Readonly<Record<string, DatabaseFault>> = {
   '40001': 'conflict', // serialization_failure
   '40P01': 'conflict', // deadlock_detected
   '55P03': 'lock timeout', // lock_not_available
@@ -185,7 +185,7 @@ export function databaseFault(error: unknown): DatabaseFault | undefined {
     const code = 'code' in e && typeof e.code === 'string' ? e.code : undefined;
     if (code !== undefined) {
       if (LOST_STATES.test(code) || LOST_SOCKET_CODES.has(code)) return 'connection lost';
-      const fault = FAULT_STATES[code];
+      const fault = DATABASE_FAULTS[code];
       if (fault !== undefined) return fault;
       if (CLOSED_DATABASE.test(e.message)) return 'connection lost';
     } else if (LOST_WITHOUT_CODE.test(e.message)) {

@@ -51,7 +51,9 @@ export class WindowCommit {
    * sessions, serialization failures, deadlocks and lock timeouts for as long as the wait lasts. Throws what ends
    * it otherwise (the run's lock lost for good, a stale report, a schema that does not fit, a fault past the wait).
    */
-  commit(group: readonly Window[], signal: AbortSignal): Promise<CommitEnd> {
+  commit(group: readonly Window[], runSignal: AbortSignal): Promise<CommitEnd> {
+    // A signal of the commit's own: the listeners its statements add leave with it, not piling up on the run's.
+    const signal = AbortSignal.any([runSignal]);
     const { pool, scope, loader, locks, claims, logger, waitMs, today } = this.#options;
     const windows = group.map(windowLabel);
     // What the commit's transaction found staged, once it got that far: what a lost answer is checked against.
