@@ -200,11 +200,11 @@ export function isConnectionLoss(error: unknown): boolean {
   return databaseFault(error) === 'connection lost';
 }
 
-/** The waits between retries: `firstMs` doubled at each retry up to `maxMs` (backoffMs), and what bounds them. */
+/** The waits between retries: the first (`firstMs`, or the setting `first`) doubled at each retry up to `maxMs` (backoffMs), and the settings that bound them. */
 export const RETRY_WAITS = {
   /** A request: from POST_REPORTS_RETRY_MIN_DELAY_MS (or the server's Retry-After). */
   request: {
-    firstMs: SETTINGS.retryMinDelayMs.env,
+    first: SETTINGS.retryMinDelayMs.env,
     maxMs: 60_000,
     budget: `${SETTINGS.maxAttempts.env}, ${SETTINGS.maxRetryTimeMs.env}`,
   },

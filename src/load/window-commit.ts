@@ -10,6 +10,7 @@ import { oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
 import type { StagedReport } from './commit.js';
+import { asStoreError } from './database.js';
 import { finalError, retryDatabase } from './database-retry.js';
 import type { Loader } from './loader.js';
 import type { RunLocks } from './locks.js';
@@ -51,7 +52,7 @@ export class WindowCommit {
    * sessions, serialization failures, deadlocks and lock timeouts for as long as the wait lasts. Throws what ends
    * it otherwise (the run's lock lost for good, a stale report, a schema that does not fit, a fault past the wait).
    */
-  commit(group: readonly Window[], runSignal: AbortSignal): Promise<CommitEnd> {
+  async commit(group: readonly Window[], runSignal: AbortSignal): Promise<CommitEnd> {
     // A signal of the commit's own: the listeners its statements add leave with it, not piling up on the run's.
     const signal = AbortSignal.any([runSignal]);
     const { pool, scope, loader, locks, claims, logger, waitMs, today } = this.#options;
@@ -67,7 +68,7 @@ export class WindowCommit {
         throw new StoreError('DB_CONNECTION_LOST', 'the window claims were lost before the commit');
       }
     };
-    return retryDatabase(
+    const committing = retryDatabase(
       async (attempt): Promise<CommitEnd> => {
         // Whether an earlier attempt whose answer was lost took effect after all.
         const tookEffect = async (): Promise<CommitEnd | undefined> => {
@@ -107,5 +108,9 @@ export class WindowCommit {
         },
       },
     );
+    // What ends it (a fault past the wait included) is named as the commit's, with its SQLSTATE.
+    return committing.catch((error: unknown) => {
+      throw asStoreError(`committing ${windows.join(', ')}`, error);
+    });
   }
 }

@@ -73,7 +73,7 @@ export async function loadGroups(
     groups.map(async (group) => {
       let claim: Promise<ClaimOutcome> | undefined;
       const claimed = () => {
-        claim ??= claims.claim(group);
+        claim ??= claims.claim(group, signal);
         return claim;
       };
       const staged = await Promise.allSettled(
