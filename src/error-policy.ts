@@ -40,7 +40,19 @@ export interface ErrorRule {
   readonly stopsTheRun: boolean;
   /** The exit code of a run (or command) that ends on it. */
   readonly exit: ExitCode;
+  /**
+   * What a window attempt that ends on it makes of its report (see ReportEnd); absent: the report is kept, for the
+   * next attempt to resume.
+   */
+  readonly report?: ReportEnd;
 }
+
+/**
+ * What an attempt's error makes of its report: 'failed' or 'gone' (recorded, so that a report the API hands back is
+ * recognised and never polled again), 'dropped' (the next attempt asks anew, and a report handed back is read
+ * afresh from its first page).
+ */
+export type ReportEnd = 'failed' | 'gone' | 'dropped';
 
 const person = (extra: Partial<ErrorRule> = {}): ErrorRule => ({
   request: 'never',
@@ -79,11 +91,13 @@ export const ERROR_POLICY: { readonly [C in ErrorCode]: ErrorRule } = {
   API_CLIENT_CERTIFICATE_REFUSED: person({ stopsTheRun: true }),
   PROXY_REFUSED: person({ stopsTheRun: true }),
   API_TIMEOUT: transient,
-  REPORT_FAILED: anotherAttempt,
+  REPORT_FAILED: { ...anotherAttempt, report: 'failed' },
   REPORT_DEADLINE: anotherAttempt,
-  REPORT_GONE: anotherAttempt,
+  // Gone for good on a 404; a page token expired (410) or refused (400) only drops it.
+  REPORT_GONE: { ...anotherAttempt, report: 'gone' },
   REPORT_STALE: windowFails,
-  PAGE_MALFORMED: anotherAttempt,
+  // Maybe corrupted on the way (a proxy's error page, a cut body): read afresh, it may serve.
+  PAGE_MALFORMED: { ...anotherAttempt, report: 'dropped' },
   RECORD_INVALID: anotherAttempt,
   FIELD_TYPE_MISMATCH: windowFails,
   DB_ERROR: anotherAttempt,
@@ -106,6 +120,27 @@ export function ruleOf(error: unknown): ErrorRule {
 /** Statuses that say "try again later": request timeout, too many requests, and every server error. */
 function isTransientStatus(status: number | undefined): boolean {
   return status !== undefined && (status === 408 || status === 429 || status >= 500);
+}
+
+/** What a window attempt that ended on `error` makes of its report, or null: it is kept. */
+export function reportEnd(error: unknown): ReportEnd | null {
+  const end = ruleOf(error).report;
+  if (end === undefined) return null;
+  return end === 'gone' && !(error instanceof ApiError && error.status === 404) ? 'dropped' : end;
+}
+
+/** The code of an HTTP error status: 401 (the token is not valid) and 403 (not allowed) reject the token. */
+export function httpErrorCode(status: number): 'TOKEN_REJECTED' | 'API_HTTP_ERROR' {
+  return status === 401 || status === 403 ? 'TOKEN_REJECTED' : 'API_HTTP_ERROR';
+}
+
+/**
+ * The code of PostgreSQL's refusal of a connection that needs a person: class 28 (the role or its password) and
+ * 3D000 (no such database); undefined for any other.
+ */
+export function refusalCode(state: string | undefined): 'DB_LOGIN_REJECTED' | 'DB_NOT_FOUND' | undefined {
+  if (state?.startsWith('28') === true) return 'DB_LOGIN_REJECTED';
+  return state === '3D000' ? 'DB_NOT_FOUND' : undefined;
 }
 
 /** Whether a failed request is sent again (network errors, timeouts, 408, 429, 5xx; never an abort). */

@@ -2,14 +2,14 @@ import { isUtf8 } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { type ApiConfig, SETTINGS } from '../config.js';
-import { backoffMs, RETRY_WAITS, retriesRequest } from '../error-policy.js';
+import { backoffMs, httpErrorCode, RETRY_WAITS, retriesRequest } from '../error-policy.js';
 import { ApiError, DataError, EtlError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { BufferPool } from '../model/buffer-pool.js';
 import { VERSION } from '../version.js';
 import { connectionFailure } from './connection-failure.js';
 import { parseExactJson } from './exact-json.js';
-import { HttpError, isTokenRejection } from './http-error.js';
+import { HttpError } from './http-error.js';
 import { type HttpAnswer, HttpTransport } from './http-transport.js';
 import { retryAfterMs } from './retry-after.js';
 import { asBuffer, withoutBom } from './utf8.js';
@@ -371,9 +371,10 @@ export class ApiClient {
       const location = this.scrub(oneLine(response.header('location') ?? '(no location)', 200));
       detail = `a redirect to ${location}, not followed so that the token stays with the configured host`;
     }
-    const what = isTokenRejection(status)
-      ? `the API rejected the token (${SETTINGS.token.env}): ${detail}`
-      : detail;
+    const what =
+      httpErrorCode(status) === 'TOKEN_REJECTED'
+        ? `the API rejected the token (${SETTINGS.token.env}): ${detail}`
+        : detail;
     return new HttpError(`${endpoint} answered ${status} (attempt ${attempt}): ${what}`, {
       status,
       endpoint,

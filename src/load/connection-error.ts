@@ -1,7 +1,8 @@
 import { SETTINGS } from '../config.js';
+import { refusalCode } from '../error-policy.js';
 import { EtlError, oneLine, StoreError } from '../errors.js';
 import { asStoreError, deadlineHint } from './database.js';
-import { INVALID_CATALOG_NAME, sqlState } from './pg-error-codes.js';
+import { sqlState } from './pg-error-codes.js';
 
 /**
  * An error met reaching the database, as every command words it: named by host, port and database, never the
@@ -22,15 +23,16 @@ export function connectionError(url: string, error: unknown): EtlError {
     // An unparsable URL: the reason below says why.
   }
   const reason = error instanceof Error ? error.message : String(error);
-  // Class 28: the server refused the role or its password; retrying cannot help, a person must fix the login.
-  if (state?.startsWith('28') === true) {
+  const refusal = refusalCode(state);
+  // The server refused the role or its password; retrying cannot help, a person must fix the login.
+  if (refusal === 'DB_LOGIN_REJECTED') {
     return new StoreError(
       'DB_LOGIN_REJECTED',
       `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}`,
       { cause: error },
     );
   }
-  if (state === INVALID_CATALOG_NAME) {
+  if (refusal === 'DB_NOT_FOUND') {
     return new StoreError(
       'DB_NOT_FOUND',
       `PostgreSQL at ${where} has no database ${JSON.stringify(database)}: create it, or correct ${SETTINGS.databaseUrl.env} (${SETTINGS.databaseUrl.flag})`,

@@ -6,8 +6,6 @@ export const UNDEFINED_COLUMN = '42703';
 export const QUERY_CANCELED = '57014';
 export const LOCK_NOT_AVAILABLE = '55P03';
 export const IDLE_IN_TRANSACTION_TIMEOUT = '25P03';
-/** The database named in the connection string does not exist. */
-export const INVALID_CATALOG_NAME = '3D000';
 /** A partition that would overlap another. */
 export const INVALID_OBJECT_DEFINITION = '42P17';
 /** Also: a row that no partition can hold. */

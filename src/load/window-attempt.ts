@@ -12,7 +12,8 @@
  * (a 404) is asked once for its first page: a page token that expired is answered 404 too.
  */
 import type pg from 'pg';
-import { ApiError, DataError } from '../errors.js';
+import { reportEnd } from '../error-policy.js';
+import { ApiError } from '../errors.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -150,7 +151,7 @@ export class WindowAttempt {
    * back, it is read afresh from its first page.
    */
   async reportEnded(error: unknown): Promise<void> {
-    const outcome = reportOutcome(error);
+    const outcome = reportEnd(error);
     if (outcome === null) return;
     const { pool, scope } = this.#context;
     const current = this.#report;
@@ -179,19 +180,6 @@ function handedBack(
     `the API returns the same ${what} report ${report.reportId} for this window until about ${until(report, reuseMs)}: a run after that asks for a new one`,
     { final: true, ...(cause === undefined ? {} : { cause }) },
   );
-}
-
-/**
- * What an attempt's error makes of its report: failed or gone (recorded, so that a report handed back is
- * recognised), dropped (a malformed page, a 410: the next attempt asks anew), or null (kept).
- */
-function reportOutcome(error: unknown): 'failed' | 'gone' | 'dropped' | null {
-  // A malformed page may be a corruption on the way (a proxy's error page, a cut body): read afresh, it may serve.
-  if (error instanceof DataError && error.code === 'PAGE_MALFORMED') return 'dropped';
-  if (!(error instanceof ApiError)) return null;
-  if (error.code === 'REPORT_FAILED') return 'failed';
-  if (error.code !== 'REPORT_GONE') return null;
-  return error.status === 404 ? 'gone' : 'dropped';
 }
 
 /**

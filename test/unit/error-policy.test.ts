@@ -6,11 +6,14 @@ import {
   EXIT,
   EXIT_CODE_TABLE,
   exitForError,
+  httpErrorCode,
   needsAPerson,
+  refusalCode,
+  reportEnd,
   retriesWindow,
   stopsTheRun,
 } from '../../src/error-policy.js';
-import { ApiError, type ErrorCode, EtlError, StoreError } from '../../src/errors.js';
+import { ApiError, DataError, type ErrorCode, EtlError, StoreError } from '../../src/errors.js';
 
 const ERRORS_SOURCE = readFileSync(new URL('../../src/errors.ts', import.meta.url), 'utf8');
 
@@ -103,5 +106,35 @@ describe('database faults', () => {
     expect(databaseFault(new StoreError('SCHEMA_MISMATCH', 'windows overlap'))).toBeUndefined();
     // A message that merely mentions a reset is not one.
     expect(databaseFault(new StoreError('DB_ERROR', 'value "ECONNRESET" is not a number'))).toBeUndefined();
+  });
+});
+
+describe('what an error is named as it is raised', () => {
+  it('a 401 or 403 rejects the token; any other status is an HTTP error', () => {
+    expect(httpErrorCode(401)).toBe('TOKEN_REJECTED');
+    expect(httpErrorCode(403)).toBe('TOKEN_REJECTED');
+    expect(httpErrorCode(400)).toBe('API_HTTP_ERROR');
+    expect(httpErrorCode(503)).toBe('API_HTTP_ERROR');
+  });
+
+  it('a login refused (class 28) or a database missing (3D000) needs a person; nothing else', () => {
+    expect(refusalCode('28P01')).toBe('DB_LOGIN_REJECTED');
+    expect(refusalCode('28000')).toBe('DB_LOGIN_REJECTED');
+    expect(refusalCode('3D000')).toBe('DB_NOT_FOUND');
+    expect(refusalCode('57P03')).toBeUndefined();
+    expect(refusalCode(undefined)).toBeUndefined();
+  });
+});
+
+describe('what an attempt makes of its report', () => {
+  it('failed and gone (404) are recorded; a 410, a 400 or a malformed page drop it; the rest keep it', () => {
+    expect(reportEnd(new ApiError('REPORT_FAILED', 'x'))).toBe('failed');
+    expect(reportEnd(new ApiError('REPORT_GONE', 'x', { status: 404 }))).toBe('gone');
+    expect(reportEnd(new ApiError('REPORT_GONE', 'x', { status: 410 }))).toBe('dropped');
+    expect(reportEnd(new ApiError('REPORT_GONE', 'x', { status: 400 }))).toBe('dropped');
+    expect(reportEnd(new DataError('PAGE_MALFORMED', 'x'))).toBe('dropped');
+    expect(reportEnd(new ApiError('API_TIMEOUT', 'x'))).toBeNull();
+    expect(reportEnd(new StoreError('DB_ERROR', 'x'))).toBeNull();
+    expect(reportEnd(new Error('x'))).toBeNull();
   });
 });
