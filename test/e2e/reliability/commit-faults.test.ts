@@ -65,6 +65,7 @@ describe('a commit whose session is cut (the built CLI, through a proxy)', () =>
       cuts: ['statement', 'answer'],
       seed: 62,
     },
+    { name: 'cut twice before it committed', cuts: ['statement', 'statement'], seed: 66 },
   ];
   for (const { name, cuts, seed } of cases) {
     it(`${name}: the window is loaded once, counted loaded, exit 0`, async () => {
