@@ -58,7 +58,12 @@ describe('the error policy table', () => {
       stopsTheRun(new EtlError(code, 'x')),
     );
     expect(stopping.sort()).toEqual(
-      ['API_CERTIFICATE_UNTRUSTED', 'API_CLIENT_CERTIFICATE_REFUSED', 'PROXY_REFUSED', 'TOKEN_REJECTED'].sort(),
+      [
+        'API_CERTIFICATE_UNTRUSTED',
+        'API_CLIENT_CERTIFICATE_REFUSED',
+        'PROXY_REFUSED',
+        'TOKEN_REJECTED',
+      ].sort(),
     );
   });
 

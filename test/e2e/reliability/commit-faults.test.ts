@@ -149,31 +149,40 @@ describe('a commit that meets another transaction (the built CLI)', () => {
   it('a serialization failure (40001) at the commit is committed again: exit 0', async () => {
     const sim = await simulator(65);
     const schema = 'serialized';
-    const database = pg.escapeIdentifier(server.pathname.slice(1));
+    const q = (name: string) => `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(name)}`;
     const gate = await db.pool.connect();
-    const other = await db.pool.connect();
-    await db.pool.query(`ALTER DATABASE ${database} SET default_transaction_isolation = 'serializable'`);
     try {
-      // The commit reads the stages (its snapshot), then waits for the commit lock.
       await gate.query(`SELECT pg_advisory_lock(${LOCK_NUMBER})`, [commitLockKey(schema)]);
       const run = startCli(args(schema), cliEnv(sim, db.url));
       await lockWait(db.pool);
-      // Meanwhile another serializable transaction reads what the commit writes (the windows' state) and writes
-      // what it reads (the organization's filters), and commits first: the commit cannot be serialized after it.
-      const q = (table: string) => `${pg.escapeIdentifier(schema)}.${table}`;
-      await other.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
-      await other.query(`SELECT count(*) FROM ${q('report_windows')}`);
-      await other.query(`UPDATE ${q('sync_state')} SET filters = filters`);
-      await other.query('COMMIT');
+      // The run's sessions pin read committed, where PostgreSQL raises no serialization failure of its own: the
+      // first commit's write of a window loaded fails as one does (a sequence counts it, whatever rolls back).
+      await db.pool.query(`CREATE SEQUENCE ${q('serialization_failures')}`);
+      await db.pool.query(
+        `CREATE FUNCTION ${q('fail_once')}() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF NEW.status = 'loaded' AND nextval('${schema}.serialization_failures') = 1 THEN
+             RAISE EXCEPTION 'could not serialize access due to read/write dependencies among transactions'
+               USING ERRCODE = '40001';
+           END IF;
+           RETURN NEW;
+         END $$`,
+      );
+      await db.pool.query(
+        `CREATE TRIGGER fail_once BEFORE UPDATE ON ${q('report_windows')}
+           FOR EACH ROW EXECUTE FUNCTION ${q('fail_once')}()`,
+      );
       await gate.query(`SELECT pg_advisory_unlock(${LOCK_NUMBER})`, [commitLockKey(schema)]);
       const result = await run.done;
       expect(result.stderr).toContain('(conflict): committing again');
       expect(result.stderr).toContain('40001');
+      const failed = await db.pool.query<{ n: string }>(
+        `SELECT last_value AS n FROM ${q('serialization_failures')}`,
+      );
+      expect(Number(failed.rows[0]?.n)).toBe(2);
       await expectLoaded(result, sim, schema);
     } finally {
-      await db.pool.query(`ALTER DATABASE ${database} RESET default_transaction_isolation`);
       gate.release(true);
-      other.release(true);
     }
   });
 });
