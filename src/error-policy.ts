@@ -28,8 +28,8 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 export type WindowRule = 'retry' | 'fail' | 'retry unless refused';
 
 /**
- * What a request does after it failed with the error: sent again (with the HTTP client's backoff and budget:
- * POST_REPORTS_RETRY_*), never, or when its status says "later" (408, 429, 5xx).
+ * What a request does after it failed with the error: sent again (with the backoff and budget of
+ * RETRY_WAITS.request), never, or when its status says "later" (408, 429, 5xx).
  */
 export type RequestRule = 'retry' | 'never' | 'if transient';
 
