@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AnswerGate, Gate, type GateScope } from './answer-gate.js';
@@ -72,6 +73,11 @@ export interface SimulatorOptions {
   host?: string;
   /** Default 0: a random free port. */
   port?: number;
+  /**
+   * Default: plain HTTP. Given: HTTPS with this private key and certificate chain (PEM), as every real base URL is;
+   * baseUrl is then https://. A client must trust the certificate's issuer.
+   */
+  tls?: { readonly key: string | Buffer; readonly cert: string | Buffer };
   /** Default 50: posts dated each calendar day (of each organization that does not set its own). */
   postsPerDay?: number;
   /** Default 0: how long a new report stays IN_PROGRESS, on the simulator clock. */
@@ -126,7 +132,7 @@ export interface SimulatorOptions {
 }
 
 export interface RunningSimulator {
-  /** 'http://127.0.0.1:PORT/v4' */
+  /** 'http://127.0.0.1:PORT/v4', or https:// with the `tls` option. */
   readonly baseUrl: string;
   /** The first (or only) organization's token. */
   readonly token: string;
@@ -961,21 +967,31 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-/** The HTTP server of a simulator: a handler failure costs one request, a malformed request one answer. */
-function simulatorServer(simulator: Simulator): Server {
-  const server = createServer(
-    { maxHeaderSize: 16 * 1024, requestTimeout: 60_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 },
-    (request, response) => {
-      request.on('error', () => {});
-      response.on('error', () => {});
-      simulator.handle(request, response).catch((error: unknown) => {
-        // A handler failure must cost one request, never the server.
-        const message = error instanceof Error ? error.message : String(error);
-        if (response.headersSent) response.destroy();
-        else sendError(response, 500, 'internal_error', `simulator failure: ${message}`);
-      });
-    },
-  );
+/**
+ * The HTTP(S) server of a simulator: a handler failure costs one request, a malformed request one answer.
+ * An HTTPS server is an HTTP one over TLS: the same handling, and the same methods.
+ */
+function simulatorServer(simulator: Simulator, tls: SimulatorOptions['tls']): Server {
+  const settings = {
+    maxHeaderSize: 16 * 1024,
+    requestTimeout: 60_000,
+    headersTimeout: 30_000,
+    keepAliveTimeout: 5_000,
+  };
+  const handle = (request: IncomingMessage, response: ServerResponse): void => {
+    request.on('error', () => {});
+    response.on('error', () => {});
+    simulator.handle(request, response).catch((error: unknown) => {
+      // A handler failure must cost one request, never the server.
+      const message = error instanceof Error ? error.message : String(error);
+      if (response.headersSent) response.destroy();
+      else sendError(response, 500, 'internal_error', `simulator failure: ${message}`);
+    });
+  };
+  const server: Server =
+    tls === undefined
+      ? createServer(settings, handle)
+      : createTlsServer({ ...settings, key: tls.key, cert: tls.cert }, handle);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || error.code === 'ECONNRESET') {
       socket.destroy();
@@ -996,11 +1012,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const host = options.host ?? '127.0.0.1';
   const simulator = new Simulator(options);
   const tokens = simulator.tokens;
-  const server = simulatorServer(simulator);
+  const server = simulatorServer(simulator, options.tls);
   await listen(server, options.port ?? 0, host);
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 0);
-  const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${API_PREFIX}`;
+  const baseUrl = `${options.tls === undefined ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}${API_PREFIX}`;
   let closed: Promise<void> | undefined;
 
   return {
