@@ -32,6 +32,7 @@ import {
   sameIds,
 } from './organization-plan.js';
 import { checkOrganizationState, firstDifference, foreignRows, holdings } from './organization-state.js';
+import { drawService } from './service-draw.js';
 import type { PhaseOptions } from './soak-args.js';
 import { add, plannedRuns, report, type Tally } from './soak-tally.js';
 import { Ledger } from './verify-tables.js';
@@ -366,12 +367,14 @@ export async function organizationEpisode(
   // whose windows hold fewer posts).
   const most = postsPerWindow(organizations[rich] as SoakOrganization);
   const pageSize = Math.max(5, Math.floor(most / (6 + random.int(7))));
+  const service = drawService(faultSeed);
   const sim = await startSimulator({
     seed: faultSeed,
     organizations: organizations.map((o) => ({ token: o.token, seed: o.seed, postsPerDay: o.postsPerDay })),
     generationDelayMs,
     pageSize,
     now: episodeStart(random),
+    ...service.options,
   });
   try {
     const from = randomStart(random);
@@ -396,7 +399,7 @@ export async function organizationEpisode(
       return { org, grid, ledger, brands: null, resets: 0 };
     });
     const ep: Episode = {
-      label: `episode ${index} (fault seed ${faultSeed}, pages of ${pageSize}, ${from}..${to}; ${organizations.map((o) => describe(o, organizations)).join('; ')})`,
+      label: `episode ${index} (fault seed ${faultSeed}, pages of ${pageSize}, ${from}..${to}; ${organizations.map((o) => describe(o, organizations)).join('; ')}; ${service.label})`,
       sim,
       admin,
       options,

@@ -33,6 +33,7 @@ import { FaultTally } from './fault-tally.js';
 import { faultyRun } from './faulty-run.js';
 import { organizationEpisode } from './organization-episode.js';
 import { RecordingProxy } from './recording-proxy.js';
+import { drawService } from './service-draw.js';
 import { type PhaseOptions, parseSoakArgs } from './soak-args.js';
 import {
   add,
@@ -312,6 +313,7 @@ async function episode(
   const windowDays = random.pick([3, 7, 7, 14]);
   // Pages small enough for three to nine a window: page tokens and reports can expire or vanish mid-window.
   const pageSize = Math.max(5, Math.floor((postsPerDay * windowDays) / (3 + random.int(7))));
+  const service = drawService(simSeed);
   const sim: RunningSimulator = await startSimulator({
     seed: simSeed,
     postsPerDay,
@@ -319,6 +321,7 @@ async function episode(
     pageSize,
     now: episodeStart(random),
     token: `soak-${randomBytes(6).toString('hex')}`,
+    ...service.options,
   });
   let proxy: RecordingProxy | null = null;
   try {
@@ -341,7 +344,7 @@ async function episode(
     const grid = cutWindows(from, to, windowDays);
     const live = today === null ? '' : ', ending today';
     const ep: Episode = {
-      label: `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}${live}, window ${windowDays}, concurrency ${concurrency})`,
+      label: `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}${live}, window ${windowDays}, concurrency ${concurrency}; ${service.label})`,
       sim,
       admin,
       options,
