@@ -12,7 +12,6 @@ import type pg from 'pg';
 import { addDays } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
-import { cutWindows } from '../../src/pipeline/windows.js';
 import type { Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
@@ -35,6 +34,7 @@ import { checkOrganizationState, firstDifference, foreignRows, holdings } from '
 import { drawService } from './service-draw.js';
 import type { PhaseOptions } from './soak-args.js';
 import { add, plannedRuns, report, type Tally } from './soak-tally.js';
+import { ownGrid } from './spec-grid.js';
 import { Ledger } from './verify-tables.js';
 
 const RESET_FIRST = FAULT_KINDS.indexOf('filter-reset');
@@ -381,7 +381,7 @@ export async function organizationEpisode(
     const to = addDays(from, 13 + random.int(29));
     const schema = `soak_${index}`;
     const records = organizations.map((org): OrganizationRecord => {
-      const grid = cutWindows(from, to, org.windowDays);
+      const grid = ownGrid(from, to, org.windowDays);
       const { selection } = org;
       const listed = selection.mode === 'all' ? [] : selection.fields;
       const keep =

@@ -18,7 +18,6 @@ import pg from 'pg';
 import { addDays, todayUtc } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
-import { cutWindows } from '../../src/pipeline/windows.js';
 import { mixSeed, Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
@@ -44,6 +43,7 @@ import {
   report,
   type Tally,
 } from './soak-tally.js';
+import { ownGrid } from './spec-grid.js';
 import { Ledger, type LedgerCheck } from './verify-tables.js';
 
 /** Proxy ports of a concurrent episode: one a process, at most four processes a run. */
@@ -341,7 +341,7 @@ async function episode(
     ];
     proxy = options.concurrent ? await RecordingProxy.start(sim.baseUrl, PROXY_PORTS) : null;
     const env = cliEnv(sim, databaseUrl, CLEAN_ENV);
-    const grid = cutWindows(from, to, windowDays);
+    const grid = ownGrid(from, to, windowDays);
     const live = today === null ? '' : ', ending today';
     const ep: Episode = {
       label: `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}${live}, window ${windowDays}, concurrency ${concurrency}; ${service.label})`,
