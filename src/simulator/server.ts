@@ -960,9 +960,16 @@ class Simulator {
     }
   }
 
-  /** The order of a reading of a report: null for the served order (the first reading, or rereadOrder 'same'). */
+  /**
+   * The order of a reading of a report: null for the order of referencePosts (a first reading by date, or every
+   * reading with rereadOrder 'same').
+   */
   #order(report: Report, pass: number): Uint32Array | null {
-    if (pass === 0 || this.#shapes.rereadOrder === 'same') return null;
+    const { firstOrder, rereadOrder } = this.#shapes;
+    if (pass === 0 ? firstOrder === 'by-date' : rereadOrder === 'same' && firstOrder === 'by-date')
+      return null;
+    // With rereadOrder 'same', every reading takes the first one's order.
+    if (rereadOrder === 'same') pass = 0;
     const cached = this.#orders.get(report.id);
     if (cached !== undefined && cached.pass === pass) return cached.order;
     const order = shuffledOrder(

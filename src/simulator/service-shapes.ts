@@ -36,6 +36,11 @@ export interface ServiceShapes {
    */
   rereadOrder: 'shuffled' | 'same';
   /**
+   * Default 'by-date': a report's first reading serves its posts by date, ids growing within a day, the order of
+   * referencePosts (which the tests that compare an order rely on). 'shuffled': in an order of its own, drawn.
+   */
+  firstOrder: 'by-date' | 'shuffled';
+  /**
    * Default false: the reuse period runs from the report's creation. True: from the last identical creation call
    * that returned it (each one slides it).
    */
@@ -49,6 +54,7 @@ export const UNKIND_SHAPES: Readonly<ServiceShapes> = Object.freeze({
   inFlightLimit: 8,
   pageFill: 'ragged',
   rereadOrder: 'shuffled',
+  firstOrder: 'by-date',
   reuseSlides: false,
 });
 
@@ -60,6 +66,7 @@ export const KIND_SHAPES: Readonly<ServiceShapes> = Object.freeze<ServiceShapes>
   inFlightLimit: null,
   pageFill: 'full',
   rereadOrder: 'same',
+  firstOrder: 'by-date',
   reuseSlides: false,
 });
 
@@ -90,6 +97,7 @@ export function serviceShapes(changes: Partial<ServiceShapes> = {}): ServiceShap
   }
   oneOf('pageFill', shapes.pageFill, ['ragged', 'full']);
   oneOf('rereadOrder', shapes.rereadOrder, ['shuffled', 'same']);
+  oneOf('firstOrder', shapes.firstOrder, ['by-date', 'shuffled']);
   oneOf('reuseSlides', shapes.reuseSlides, [true, false]);
   return Object.freeze({
     ...shapes,

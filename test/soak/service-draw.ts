@@ -33,6 +33,7 @@ export function drawService(simSeed: number): ServiceDraw {
     inFlightLimit: random.pick([2, 3, 4, 8, null]),
     pageFill: random.chance(0.75) ? 'ragged' : 'full',
     rereadOrder: random.chance(0.75) ? 'shuffled' : 'same',
+    firstOrder: random.chance(0.5) ? 'shuffled' : 'by-date',
     reuseSlides: random.chance(0.3),
   };
   const reportIds = random.chance(0.5) ? 'numeric' : 'guid';
@@ -44,7 +45,7 @@ export function drawService(simSeed: number): ServiceDraw {
     `errors ${shapes.errorBodyShapes.join('/')}`,
     `in flight ≤ ${shapes.inFlightLimit ?? '∞'}`,
     `${shapes.pageFill} pages`,
-    `reread ${shapes.rereadOrder}`,
+    `first reading ${shapes.firstOrder}, reread ${shapes.rereadOrder}`,
     `reuse ${reportReuseMs / HOUR_MS} h${shapes.reuseSlides ? ' sliding' : ''}`,
     `${reportIds} ids`,
     variedSegments ? 'varied segments' : 'one segment value each',

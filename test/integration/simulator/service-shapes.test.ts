@@ -142,6 +142,17 @@ describe('the unkind service (the default)', () => {
     expect(new Set(again).size).toBe(again.length);
   });
 
+  it('serves a first reading in an order of its own when so configured (off by default), the same posts', async () => {
+    const sim = await simulator({ shapes: { firstOrder: 'shuffled', rereadOrder: 'same' } });
+    const { id } = await createReport(sim, WEEK);
+    const once = (await readAllPages(sim, id)).flatMap((text) => idsOf(text).map(String));
+    const again = (await readAllPages(sim, id)).flatMap((text) => idsOf(text).map(String));
+    const reference = sim.referenceIds(WEEK);
+    expect(once).not.toEqual(reference);
+    expect(again).toEqual(once);
+    expect([...once].sort()).toEqual([...reference].sort());
+  });
+
   it('expires reports after 12 h and page tokens after 1 h, on its clock', async () => {
     const sim = await simulator();
     const { id } = await createReport(sim, WEEK);
