@@ -382,6 +382,8 @@ class Simulator {
   /** Draws of the service's shapes, apart from the faults' so that a shape changes no fault a seed plans. */
   readonly #shapeRandom: Random;
   readonly #shapes: ServiceShapes;
+  /** Each error code's body shape is drawn from this and the code: the same error always looks the same. */
+  readonly #errorShapeSeed: number;
   /** Requests being answered (for inFlightLimit). */
   #inFlight = 0;
   /** The order of the latest shuffled reading of each report. */
@@ -416,6 +418,7 @@ class Simulator {
     );
     this.#faultRandom = new Random(mixSeed(options.seed ?? 1, 0xfa17));
     this.#shapeRandom = new Random(mixSeed(options.seed ?? 1, 0x5a9e));
+    this.#errorShapeSeed = mixSeed(options.seed ?? 1, 0xe4404);
     this.#shapes = serviceShapes(options.shapes);
     this.#idKeyJson = JSON.stringify(idField);
     this.#generationDelayMs = options.generationDelayMs ?? 0;
@@ -573,7 +576,11 @@ class Simulator {
     message: string,
     headers: Readonly<Record<string, string>> = {},
   ): void {
-    const shape = this.#faults.errorBodyShape ?? this.#shapeRandom.pick(this.#shapes.errorBodyShapes);
+    const shapes = this.#shapes.errorBodyShapes;
+    const shape =
+      this.#faults.errorBodyShape ??
+      shapes[mixSeed(this.#errorShapeSeed, idSeed(code)) % shapes.length] ??
+      'object';
     sendError(response, status, code, message, headers, shape);
   }
 

@@ -18,7 +18,10 @@ export interface ServiceShapes {
   bearerScheme: 'strict' | 'lenient';
   /** Default all three: each 429 names its wait in one of these forms, drawn. */
   retryAfterForms: readonly RetryAfterForm[];
-  /** Default every shape: each error body takes one of these, drawn (Faults.errorBodyShape fixes one instead). */
+  /**
+   * Default every shape: each error code's body takes one of these, drawn from the seed and the code (the same
+   * error always looks the same; Faults.errorBodyShape fixes one for all instead).
+   */
   errorBodyShapes: readonly ErrorBodyShape[];
   /**
    * Default 8: a request that arrives while more than this many are being answered gets 429 (a service limits

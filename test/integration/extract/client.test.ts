@@ -11,11 +11,12 @@ import { type HandMadeBody, startPageServer } from '../../helpers/page-server.js
 import { clientFor, failure } from './harness.js';
 
 const TOKEN = 'tok-Zq8x1-very-secret';
-// Retry-After in seconds, each 429 a drawn share's: the tests below of its other forms and of load say so.
+// Retry-After in seconds, each 429 a drawn share's, and error bodies as JSON objects (tests read the API's
+// messages): the tests below of Retry-After's other forms and of load say so; error-bodies.test.ts has the others.
 const sim: RunningSimulator = await startSimulator({
   seed: 7,
   token: TOKEN,
-  shapes: { retryAfterForms: ['seconds'], inFlightLimit: null },
+  shapes: { retryAfterForms: ['seconds'], inFlightLimit: null, errorBodyShapes: ['object'] },
 });
 afterAll(() => sim.close());
 

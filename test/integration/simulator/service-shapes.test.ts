@@ -73,15 +73,21 @@ describe('the unkind service (the default)', () => {
     expect([...forms].sort()).toEqual(['absent', 'date', 'seconds']);
   });
 
-  it('sends error bodies of every shape: a JSON object, plain text, a JSON array, nothing', async () => {
-    const sim = await simulator();
+  it('sends error bodies of every shape (a JSON object, plain text, a JSON array, nothing), one for each error', async () => {
+    const shapeOf = (text: string) =>
+      text === '' ? 'empty' : text.startsWith('{') ? 'object' : text.startsWith('[') ? 'array' : 'text';
     const shapes = new Set<string>();
-    for (let i = 0; i < 30; i += 1) {
-      const { status, text } = await getText(sim, `${sim.baseUrl}/nowhere`);
-      expect(status).toBe(404);
-      shapes.add(
-        text === '' ? 'empty' : text.startsWith('{') ? 'object' : text.startsWith('[') ? 'array' : 'text',
-      );
+    for (let seed = 1; seed <= 12; seed += 1) {
+      const sim = await simulator({ seed });
+      const seen = new Set<string>();
+      for (let i = 0; i < 3; i += 1) {
+        const { status, text } = await getText(sim, `${sim.baseUrl}/nowhere`);
+        expect(status).toBe(404);
+        seen.add(shapeOf(text));
+      }
+      // The same error, the same shape.
+      expect(seen.size).toBe(1);
+      for (const shape of seen) shapes.add(shape);
     }
     expect([...shapes].sort()).toEqual(['array', 'empty', 'object', 'text']);
   });
