@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import { parseArgs } from 'node:util';
-import { startSimulator } from '../src/simulator/server.js';
+import { KIND_SHAPES, startSimulator } from '../src/simulator/server.js';
 
 interface Answer {
   readonly status: number;
@@ -23,7 +23,12 @@ async function readAll(request: IncomingMessage): Promise<Buffer> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { 'posts-per-day': { type: 'string', default: '1000' } } });
-  const simulator = await startSimulator({ postsPerDay: Number(values['posts-per-day']) });
+  // The kindest service: answers are cached and replayed, and the figures are of the connector, not of 429s or
+  // ragged pages.
+  const simulator = await startSimulator({
+    postsPerDay: Number(values['posts-per-day']),
+    shapes: KIND_SHAPES,
+  });
   const upstream = new URL(simulator.baseUrl);
   const cache = new Map<string, Answer>();
   const server = createServer((request, response) => {

@@ -78,6 +78,12 @@ export interface PreparedPage {
 export interface OpenWindowOptions {
   /** Filters recorded on a new report_windows row (default: the target's filters in sync_state). */
   filters?: unknown;
+  /**
+   * The attempt reads the report from its first page: a stage of an earlier reading of the same report is
+   * discarded, not resumed. The API may hand back a report it served before (its reuse period), and a second
+   * reading of it may order its posts differently across its pages: pages of two readings would lose posts.
+   */
+  fromFirstPage?: boolean;
 }
 
 /** See Loader.openWindow. */
@@ -96,7 +102,12 @@ export async function openWindow(
       await lockForTransaction(client, windowLockKey(scope, window));
       await recordStageReport(client, scope, window, reportId, options.filters ?? null);
       const row = await lockProgress(client, scope, window);
-      if (row && row.report_id === reportId && (await stageExists(client, scope.schema, row))) {
+      if (
+        !options.fromFirstPage &&
+        row &&
+        row.report_id === reportId &&
+        (await stageExists(client, scope.schema, row))
+      ) {
         await recordPagesStaged(client, scope, window, row.pages_staged);
         const progress = toProgress(row);
         context.logger.info({ window: windowLabel(window), ...progress }, 'resuming staged window');
@@ -105,7 +116,9 @@ export async function openWindow(
       if (row) {
         context.logger.info(
           { window: windowLabel(window), oldReportId: row.report_id, reportId },
-          'discarding the stage of another report',
+          row.report_id === reportId
+            ? 'discarding the stage of an earlier reading of the report'
+            : 'discarding the stage of another report',
         );
       }
       await createStage(client, context, window, reportId);

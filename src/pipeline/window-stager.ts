@@ -147,8 +147,9 @@ export class WindowStager {
         report.outcome === 'gone'
           ? await this.#stillThere(attempt, report, mapping, watchdog, log)
           : undefined;
-      // The stage is made while the report is generated, not after it is DONE.
-      await loader.openWindow(window, report.reportId, watchdog.signal);
+      // The stage is made while the report is generated, not after it is DONE; read from its first page, a report
+      // handed back keeps nothing of an earlier reading.
+      await loader.openWindow(window, report.reportId, watchdog.signal, { fromFirstPage: true });
       const first =
         answered ??
         (await this.#waitFor(report.reportId, mapping, watchdog, report.first ? createdAt : undefined));

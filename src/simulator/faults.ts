@@ -29,7 +29,10 @@ export const CORRUPTION_KINDS = [
  */
 export type CorruptionKind = (typeof CORRUPTION_KINDS)[number];
 
-/** Fault knobs; all off by default. Shares are probabilities drawn from the seeded generator. */
+/**
+ * Fault knobs; all off by default but the expiry of reports and page tokens. Shares are probabilities drawn from
+ * the seeded generator.
+ */
 export interface Faults extends PageFaults {
   /** Added before every response. */
   latencyMs: number;
@@ -45,7 +48,10 @@ export interface Faults extends PageFaults {
   failReportShare: number;
   /** Reports whose start_date is listed end FAILED. */
   failReportStartDates: string[];
-  /** A next_page token older than this answers 410 (null: never expires). */
+  /**
+   * A next_page token older than this answers 410 (null: never expires). Default 1 h on the simulator's clock: a
+   * service does not keep a reading's place for ever.
+   */
   pageTokenTtlMs: number | null;
   /**
    * The status of a page token the report cannot serve (expired, unknown, or pageTokenExpiresAtPage), as the v4
@@ -53,9 +59,12 @@ export interface Faults extends PageFaults {
    * report that is gone answers too); null: 410 for an expired token, 404 for an unknown one.
    */
   pageTokenErrorStatus: 400 | 404 | null;
-  /** The shape of every error body the API sends (see ERROR_BODY_SHAPES); `object` by default. */
-  errorBodyShape: ErrorBodyShape;
-  /** A report older than this answers 404 on every GET (null: never). */
+  /**
+   * The shape of every error body the API sends (see ERROR_BODY_SHAPES); null (the default): each error's drawn
+   * from the service's shapes (ServiceShapes.errorBodyShapes).
+   */
+  errorBodyShape: ErrorBodyShape | null;
+  /** A report older than this answers 404 on every GET (null: never). Default 12 h on the simulator's clock. */
   reportTtlMs: number | null;
   /** Malformed report pages (status DONE). */
   corruptPages: { kind: CorruptionKind; share: number } | null;
@@ -74,10 +83,10 @@ export const DEFAULT_FAULTS: Readonly<Faults> = Object.freeze({
   dropShare: 0,
   failReportShare: 0,
   failReportStartDates: [],
-  pageTokenTtlMs: null,
+  pageTokenTtlMs: 3_600_000,
   pageTokenErrorStatus: null,
-  errorBodyShape: 'object',
-  reportTtlMs: null,
+  errorBodyShape: null,
+  reportTtlMs: 12 * 3_600_000,
   corruptPages: null,
   reportStatusOverride: null,
   ...NO_PAGE_FAULTS,
@@ -121,7 +130,7 @@ export function mergeFaults(current: Readonly<Faults>, changes: Partial<Faults>)
       `fault pageTokenErrorStatus must be 400, 404 or null, got ${merged.pageTokenErrorStatus}`,
     );
   }
-  if (!ERROR_BODY_SHAPES.includes(merged.errorBodyShape)) {
+  if (merged.errorBodyShape !== null && !ERROR_BODY_SHAPES.includes(merged.errorBodyShape)) {
     throw new RangeError(
       `fault errorBodyShape must be one of ${ERROR_BODY_SHAPES.join(', ')}, got ${JSON.stringify(merged.errorBodyShape)}`,
     );

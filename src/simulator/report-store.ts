@@ -16,9 +16,17 @@ export interface Report {
   readonly revisions: ReadonlyMap<number, number>;
 }
 
-interface PageToken {
-  readonly reportId: string;
+/** Where a page starts: its first post, its number, and the reading (from a first page) it belongs to. */
+export interface PagePosition {
   readonly offset: number;
+  /** 1-based. */
+  readonly index: number;
+  /** 0 for the report's first reading, then one more for each first page served again. */
+  readonly pass: number;
+}
+
+interface PageToken extends PagePosition {
+  readonly reportId: string;
   readonly issuedAt: number;
 }
 
@@ -44,6 +52,10 @@ export class ReportStore {
   readonly #lateDataSeen = new Set<string>();
   /** Reports removed by a fault (reportGoneAfterPage). */
   readonly #gone = new Set<string>();
+  /** The readings each report has begun (first pages served). */
+  readonly #passes = new Map<string, number>();
+  /** With a sliding reuse period: when an identical creation call last returned each report (by key). */
+  readonly #lastAsked = new Map<string, number>();
 
   constructor(random: Random) {
     this.#random = random;
@@ -62,15 +74,18 @@ export class ReportStore {
    * The report an identical creation call within `reuseMs` already made, if any, whatever became of it (FAILED
    * or gone included), as the API does; one that expired is not handed out again.
    */
-  reusable(key: string, now: number, reuseMs: number, ttlMs: number | null): Report | undefined {
+  reusable(
+    key: string,
+    now: number,
+    reuseMs: number,
+    ttlMs: number | null,
+    slides = false,
+  ): Report | undefined {
     const report = this.#byKey.get(key);
-    if (
-      report === undefined ||
-      now - report.createdAt >= reuseMs ||
-      ReportStore.expired(report, now, ttlMs)
-    ) {
-      return undefined;
-    }
+    if (report === undefined) return undefined;
+    const from = slides ? (this.#lastAsked.get(key) ?? report.createdAt) : report.createdAt;
+    if (now - from >= reuseMs || ReportStore.expired(report, now, ttlMs)) return undefined;
+    if (slides) this.#lastAsked.set(key, now);
     return report;
   }
 
@@ -78,6 +93,7 @@ export class ReportStore {
     const report: Report = { id: this.#random.guid(), ...fields };
     this.#reports.set(report.id, report);
     this.#byKey.set(report.key, report);
+    this.#lastAsked.set(report.key, report.createdAt);
     return report;
   }
 
@@ -117,18 +133,25 @@ export class ReportStore {
     return firstTime(this.#lateDataSeen, report.id);
   }
 
-  /** A fresh GUID for the page at `offset`; tokens stay valid (reusable) until they expire. */
-  issueToken(report: Report, offset: number, now: number): string {
+  /** The position of a first page served now: a new reading of the report. */
+  firstPage(report: Report): PagePosition {
+    const pass = this.#passes.get(report.id) ?? 0;
+    this.#passes.set(report.id, pass + 1);
+    return { offset: 0, index: 1, pass };
+  }
+
+  /** A fresh GUID for the page at `position`; tokens stay valid (reusable) until they expire. */
+  issueToken(report: Report, position: PagePosition, now: number): string {
     const token = this.#random.guid();
-    this.#tokens.set(token, { reportId: report.id, offset, issuedAt: now });
+    this.#tokens.set(token, { reportId: report.id, ...position, issuedAt: now });
     return token;
   }
 
-  /** The offset a token stands for; a token of another report is unknown to this one. */
-  resolveToken(report: Report, token: string, now: number, ttlMs: number | null): Lookup<number> {
+  /** The page a token stands for; a token of another report is unknown to this one. */
+  resolveToken(report: Report, token: string, now: number, ttlMs: number | null): Lookup<PagePosition> {
     const entry = this.#tokens.get(token);
     if (entry === undefined || entry.reportId !== report.id) return { missing: 'unknown' };
     if (ttlMs !== null && now - entry.issuedAt >= ttlMs) return { missing: 'expired' };
-    return { found: entry.offset };
+    return { found: { offset: entry.offset, index: entry.index, pass: entry.pass } };
   }
 }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AnswerGate, Gate, type GateScope } from './answer-gate.js';
@@ -20,8 +21,17 @@ import {
   type ValidParams,
   validateReportParams,
 } from './report-params.js';
-import { type Report, ReportStore } from './report-store.js';
+import { type PagePosition, type Report, ReportStore } from './report-store.js';
 import { type RecordedRequest, RequestLog, type ServedListener, type SimulatorStats } from './request-log.js';
+import {
+  bearerToken,
+  idSeed,
+  pageLength,
+  retryAfterHeader,
+  type ServiceShapes,
+  serviceShapes,
+  shuffledOrder,
+} from './service-shapes.js';
 import { type PostShape, Tenant, type TenantSettings } from './tenant.js';
 import { TokenRejection } from './token-rejection.js';
 
@@ -32,6 +42,8 @@ export type { SegmentDimension } from './organization.js';
 export type { ReferenceValue, SimulatorPost } from './reference.js';
 export type { ReportParams } from './report-params.js';
 export type { RecordedRequest, ServedListener, SimulatorStats } from './request-log.js';
+export type { RetryAfterForm, ServiceShapes } from './service-shapes.js';
+export { KIND_SHAPES, UNKIND_SHAPES } from './service-shapes.js';
 
 /** One organization of SimulatorOptions.organizations. */
 export interface SimulatorOrganization {
@@ -72,6 +84,11 @@ export interface SimulatorOptions {
   host?: string;
   /** Default 0: a random free port. */
   port?: number;
+  /**
+   * Default: plain HTTP. Given: HTTPS with this private key and certificate chain (PEM), as every real base URL is;
+   * baseUrl is then https://. A client must trust the certificate's issuer.
+   */
+  tls?: { readonly key: string | Buffer; readonly cert: string | Buffer };
   /** Default 50: posts dated each calendar day (of each organization that does not set its own). */
   postsPerDay?: number;
   /** Default 0: how long a new report stays IN_PROGRESS, on the simulator clock. */
@@ -108,8 +125,13 @@ export interface SimulatorOptions {
    * as a real history whose first weeks happen to be whole. Default: decimals throughout.
    */
   wholeSpendThrough?: string;
-  /** All off by default. */
+  /** All off by default, but reports expire after 12 h and page tokens after 1 h (see Faults). */
   faults?: Partial<Faults>;
+  /**
+   * How the service answers where the spec leaves it open: unkind by default (service-shapes.ts UNKIND_SHAPES);
+   * KIND_SHAPES is the kindest service, for a test about something else that needs, say, full pages.
+   */
+  shapes?: Partial<ServiceShapes>;
   /** None by default: fields that only the posts of some dates carry (see ExtraFields). */
   extraFields?: ExtraFields;
   /**
@@ -126,7 +148,7 @@ export interface SimulatorOptions {
 }
 
 export interface RunningSimulator {
-  /** 'http://127.0.0.1:PORT/v4' */
+  /** 'http://127.0.0.1:PORT/v4', or https:// with the `tls` option. */
   readonly baseUrl: string;
   /** The first (or only) organization's token. */
   readonly token: string;
@@ -342,12 +364,6 @@ function route(method: string, path: string): Route | { error: 404 | 405; allow?
   return { error: 404 };
 }
 
-/** The bytes of a bearer token, or null when the header carries none. */
-function bearerToken(header: string | undefined): Buffer | null {
-  const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
-  return match === null ? null : Buffer.from(match[1] ?? '', 'utf8');
-}
-
 function isJsonContentType(header: string | undefined): boolean {
   return header?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
 }
@@ -363,6 +379,15 @@ class Simulator {
   readonly #tokenRejection = new TokenRejection();
   readonly #log = new RequestLog();
   readonly #faultRandom: Random;
+  /** Draws of the service's shapes, apart from the faults' so that a shape changes no fault a seed plans. */
+  readonly #shapeRandom: Random;
+  readonly #shapes: ServiceShapes;
+  /** Each error code's body shape is drawn from this and the code: the same error always looks the same. */
+  readonly #errorShapeSeed: number;
+  /** Requests being answered (for inFlightLimit). */
+  #inFlight = 0;
+  /** The order of the latest shuffled reading of each report. */
+  readonly #orders = new Map<string, { readonly pass: number; readonly order: Uint32Array }>();
   readonly #idKeyJson: string;
   readonly #generationDelayMs: number;
   readonly #reportReuseMs: number;
@@ -392,6 +417,9 @@ class Simulator {
       (settings, position) => new Tenant(settings, shape, position),
     );
     this.#faultRandom = new Random(mixSeed(options.seed ?? 1, 0xfa17));
+    this.#shapeRandom = new Random(mixSeed(options.seed ?? 1, 0x5a9e));
+    this.#errorShapeSeed = mixSeed(options.seed ?? 1, 0xe4404);
+    this.#shapes = serviceShapes(options.shapes);
     this.#idKeyJson = JSON.stringify(idField);
     this.#generationDelayMs = options.generationDelayMs ?? 0;
     this.#reportReuseMs = options.reportReuseMs ?? THREE_HOURS_MS;
@@ -548,7 +576,12 @@ class Simulator {
     message: string,
     headers: Readonly<Record<string, string>> = {},
   ): void {
-    sendError(response, status, code, message, headers, this.#faults.errorBodyShape);
+    const shapes = this.#shapes.errorBodyShapes;
+    const shape =
+      this.#faults.errorBodyShape ??
+      shapes[mixSeed(this.#errorShapeSeed, idSeed(code)) % shapes.length] ??
+      'object';
+    sendError(response, status, code, message, headers, shape);
   }
 
   /** Counts a status the server sent outside a request (malformed HTTP). */
@@ -558,6 +591,10 @@ class Simulator {
 
   async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     response.on('finish', () => this.#logs(response, (log) => log.outcome(response.statusCode)));
+    this.#inFlight += 1;
+    response.once('close', () => {
+      this.#inFlight -= 1;
+    });
     const method = request.method ?? 'GET';
     let url: URL;
     try {
@@ -610,7 +647,7 @@ class Simulator {
       );
       return null;
     }
-    const given = bearerToken(request.headers.authorization);
+    const given = bearerToken(request.headers.authorization, this.#shapes.bearerScheme);
     // Every token is compared, in constant time, so that the time taken tells nothing of which one is close.
     let tenant: Tenant | null = null;
     for (const candidate of this.#tenants) if (given !== null && candidate.owns(given)) tenant = candidate;
@@ -659,6 +696,15 @@ class Simulator {
       return;
     }
     this.#logs(response, (log) => log.route(matched.name));
+    const limit = this.#shapes.inFlightLimit;
+    if (limit !== null && this.#inFlight > limit) {
+      // Not a fault a test plans: the service's answer to load, counted apart.
+      this.#served(response, 'load-limit');
+      this.#sendError(response, 429, 'rate_limited', 'too many requests in flight; retry later', {
+        ...this.#retryAfter(),
+      });
+      return;
+    }
     if (await this.#injectRequestFault(request, response)) return;
 
     if (matched.name === ROUTE_DIMENSIONS) {
@@ -698,15 +744,24 @@ class Simulator {
     this.#served(response, fault);
     await this.#gate('request-fault', response);
     if (fault === 'rate-limit') {
-      this.#sendError(response, 429, 'rate_limited', 'too many requests; retry after the Retry-After delay', {
-        'retry-after': String(this.#faults.retryAfterSeconds),
-      });
+      this.#sendError(
+        response,
+        429,
+        'rate_limited',
+        'too many requests; retry after the Retry-After delay',
+        this.#retryAfter(),
+      );
     } else {
       const status = this.#faultRandom.pick([500, 502, 503] as const);
       const code = { 500: 'internal_error', 502: 'bad_gateway', 503: 'service_unavailable' }[status];
       this.#sendError(response, status, code, `simulated ${status} failure`);
     }
     return true;
+  }
+
+  /** The Retry-After of a 429, in a form of the shapes'. */
+  #retryAfter(): Record<string, string> {
+    return retryAfterHeader(this.#shapeRandom, this.#shapes.retryAfterForms, this.#faults.retryAfterSeconds);
   }
 
   async #create(request: IncomingMessage, response: ServerResponse, tenant: Tenant): Promise<void> {
@@ -790,7 +845,13 @@ class Simulator {
     const now = this.now();
     const key = canonicalKey(valid.params);
     const faults = this.#faults;
-    let report = tenant.reports.reusable(key, now, this.#reportReuseMs, faults.reportTtlMs);
+    let report = tenant.reports.reusable(
+      key,
+      now,
+      this.#reportReuseMs,
+      faults.reportTtlMs,
+      this.#shapes.reuseSlides,
+    );
     let status: string;
     if (report === undefined) {
       const failed =
@@ -859,27 +920,24 @@ class Simulator {
     await this.#gate('page', response);
     // A held page is answered as of when it goes.
     const sentAt = this.now();
-    const offset = page === null ? 0 : this.#pageOffset(reports, report, page, sentAt, response);
-    if (offset === null) return;
-    this.#sendPage(tenant, report, offset, sentAt, response);
+    const position =
+      page === null ? reports.firstPage(report) : this.#pagePosition(reports, report, page, sentAt, response);
+    if (position === null) return;
+    this.#sendPage(tenant, report, position, sentAt, response);
   }
 
   /** Where the page of a token starts, or null when the token was answered with an error. */
-  #pageOffset(
+  #pagePosition(
     reports: ReportStore,
     report: Report,
     page: string,
     now: number,
     response: ServerResponse,
-  ): number | null {
+  ): PagePosition | null {
     const faults = this.#faults;
     const resolved = reports.resolveToken(report, page, now, faults.pageTokenTtlMs);
     const expiring = faults.pageTokenExpiresAtPage;
-    if (
-      'found' in resolved &&
-      expiring !== null &&
-      Math.floor(resolved.found / this.#pageSize) + 1 === expiring
-    ) {
+    if ('found' in resolved && expiring !== null && resolved.found.index === expiring) {
       // Disarmed once a client has seen it: a request whose client went away does not use it up.
       response.once('finish', () => {
         this.#faults = { ...this.#faults, pageTokenExpiresAtPage: null };
@@ -909,17 +967,57 @@ class Simulator {
     }
   }
 
-  #sendPage(tenant: Tenant, report: Report, offset: number, now: number, response: ServerResponse): void {
+  /**
+   * The order of a reading of a report: null for the order of referencePosts (a first reading by date, or every
+   * reading with rereadOrder 'same').
+   */
+  #order(report: Report, pass: number): Uint32Array | null {
+    const { firstOrder, rereadOrder } = this.#shapes;
+    if (pass === 0 ? firstOrder === 'by-date' : rereadOrder === 'same' && firstOrder === 'by-date')
+      return null;
+    // With rereadOrder 'same', every reading takes the first one's order.
+    if (rereadOrder === 'same') pass = 0;
+    const cached = this.#orders.get(report.id);
+    if (cached !== undefined && cached.pass === pass) return cached.order;
+    const order = shuffledOrder(
+      report.refs.length,
+      mixSeed(idSeed(report.id), pass),
+      (seed) => new Random(seed),
+    );
+    this.#orders.set(report.id, { pass, order });
+    return order;
+  }
+
+  #sendPage(
+    tenant: Tenant,
+    report: Report,
+    position: PagePosition,
+    now: number,
+    response: ServerResponse,
+  ): void {
     const refs = report.refs;
-    const end = Math.min(offset + this.#pageSize, refs.length);
+    const { offset, index, pass } = position;
+    const length = pageLength(
+      this.#shapes.pageFill,
+      idSeed(report.id),
+      index,
+      Math.max(0, refs.length - offset),
+      this.#pageSize,
+    );
+    const end = offset + length;
+    const order = this.#order(report, pass);
     const records: string[] = [];
     for (let i = offset; i < end; i++) {
-      const postDay = refs.days[i] ?? 0;
+      const at = order === null ? i : (order[i] ?? 0);
+      const postDay = refs.days[at] ?? 0;
       records.push(
-        tenant.generator.render(postDay, refs.indexes[i] ?? 0, report.revisions.get(postDay) ?? 0),
+        tenant.generator.render(postDay, refs.indexes[at] ?? 0, report.revisions.get(postDay) ?? 0),
       );
     }
-    const nextPage = end < refs.length ? tenant.reports.issueToken(report, end, now) : null;
+    const nextPage =
+      end < refs.length
+        ? tenant.reports.issueToken(report, { offset: end, index: index + 1, pass }, now)
+        : null;
     const page = { idJson: this.#idJson(report), records, nextPage };
     const corruption = this.#faults.corruptPages;
     let body = pageBody(page);
@@ -927,7 +1025,6 @@ class Simulator {
       this.#served(response, `corrupt:${corruption.kind}`);
       body = corruptPageBody(corruption.kind, page, this.#idKeyJson);
     }
-    const index = Math.floor(offset / this.#pageSize) + 1;
     response.once('finish', () => {
       tenant.reports.pageServed(report, index);
       this.#log.served('page');
@@ -961,21 +1058,31 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-/** The HTTP server of a simulator: a handler failure costs one request, a malformed request one answer. */
-function simulatorServer(simulator: Simulator): Server {
-  const server = createServer(
-    { maxHeaderSize: 16 * 1024, requestTimeout: 60_000, headersTimeout: 30_000, keepAliveTimeout: 5_000 },
-    (request, response) => {
-      request.on('error', () => {});
-      response.on('error', () => {});
-      simulator.handle(request, response).catch((error: unknown) => {
-        // A handler failure must cost one request, never the server.
-        const message = error instanceof Error ? error.message : String(error);
-        if (response.headersSent) response.destroy();
-        else sendError(response, 500, 'internal_error', `simulator failure: ${message}`);
-      });
-    },
-  );
+/**
+ * The HTTP(S) server of a simulator: a handler failure costs one request, a malformed request one answer.
+ * An HTTPS server is an HTTP one over TLS: the same handling, and the same methods.
+ */
+function simulatorServer(simulator: Simulator, tls: SimulatorOptions['tls']): Server {
+  const settings = {
+    maxHeaderSize: 16 * 1024,
+    requestTimeout: 60_000,
+    headersTimeout: 30_000,
+    keepAliveTimeout: 5_000,
+  };
+  const handle = (request: IncomingMessage, response: ServerResponse): void => {
+    request.on('error', () => {});
+    response.on('error', () => {});
+    simulator.handle(request, response).catch((error: unknown) => {
+      // A handler failure must cost one request, never the server.
+      const message = error instanceof Error ? error.message : String(error);
+      if (response.headersSent) response.destroy();
+      else sendError(response, 500, 'internal_error', `simulator failure: ${message}`);
+    });
+  };
+  const server: Server =
+    tls === undefined
+      ? createServer(settings, handle)
+      : createTlsServer({ ...settings, key: tls.key, cert: tls.cert }, handle);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || error.code === 'ECONNRESET') {
       socket.destroy();
@@ -996,11 +1103,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const host = options.host ?? '127.0.0.1';
   const simulator = new Simulator(options);
   const tokens = simulator.tokens;
-  const server = simulatorServer(simulator);
+  const server = simulatorServer(simulator, options.tls);
   await listen(server, options.port ?? 0, host);
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 0);
-  const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}${API_PREFIX}`;
+  const baseUrl = `${options.tls === undefined ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${port}${API_PREFIX}`;
   let closed: Promise<void> | undefined;
 
   return {

@@ -15,7 +15,7 @@ export interface TestDatabase {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = inject('postgresUrl');
-  const name = `etl_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const name = `etl_test_${randomBytes(8).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);

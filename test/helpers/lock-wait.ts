@@ -26,3 +26,26 @@ export async function lockWait(
     await sleep(20);
   }
 }
+
+/**
+ * Resolves once at least `count` sessions of the database `db` is connected to wait for the advisory lock on `key`
+ * (the 64-bit lock `hashtextextended(key, 0)` the connector takes), polling every 20 ms; returns their process ids.
+ */
+export async function advisoryLockWaiters(
+  db: Pick<pg.ClientBase, 'query'>,
+  key: string,
+  count = 1,
+): Promise<number[]> {
+  for (;;) {
+    const { rows } = await db.query<{ pid: number }>(
+      `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'
+          AND l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1
+          AND l.classid::bigint = (hashtextextended($1, 0) >> 32) & 4294967295
+          AND l.objid::bigint = hashtextextended($1, 0) & 4294967295`,
+      [key],
+    );
+    if (rows.length >= count) return rows.map((r) => r.pid);
+    await sleep(20);
+  }
+}

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 
 /** The files of a certificate authority a test makes, and of what it signed. */
 export interface TestCa {
@@ -95,4 +96,28 @@ export function makeTestCa(serverNames: readonly string[] = []): TestCa {
     clientPassphraseFile: join(dir, 'client.passphrase'),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+let shared: TestCa | undefined;
+
+/** One CA for the whole process (made on the first call, removed at its exit): what a simulator over TLS serves. */
+export function testCa(): TestCa {
+  if (shared === undefined) {
+    const made = makeTestCa();
+    process.once('exit', () => made.remove());
+    shared = made;
+  }
+  return shared;
+}
+
+/**
+ * Makes this process's TLS clients trust the process's test CA besides the usual ones, as NODE_EXTRA_CA_CERTS does
+ * for a process started with it: an https.Agent created afterwards without its own `ca` verifies against them.
+ */
+export function trustTestCa(): TestCa {
+  const ca = testCa();
+  const pem = readFileSync(ca.caFile, 'utf8');
+  const current = getCACertificates('default');
+  if (!current.includes(pem)) setDefaultCACertificates([...current, pem]);
+  return ca;
 }

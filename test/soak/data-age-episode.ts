@@ -11,13 +11,13 @@
  */
 import type pg from 'pg';
 import { addDays } from '../../src/model/dates.js';
-import { cutWindows } from '../../src/pipeline/windows.js';
 import type { Random } from '../../src/simulator/random.js';
 import { startSimulator } from '../../src/simulator/server.js';
 import { type CliResult, runCli, startCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { comparePosts, readTables } from '../helpers/reference-check.js';
 import { exitLabel, lastError } from './exits.js';
+import { ownGrid } from './spec-grid.js';
 import { Ledger } from './verify-tables.js';
 
 const HOUR_MS = 3_600_000;
@@ -79,7 +79,7 @@ export async function dataAgeEpisode(
   // The last day is today when the episode begins, late in the evening: its week is open.
   let nowMs = Date.parse(`${to}T${20 + random.int(4)}:${random.pick(['00', '30'])}:00Z`);
   const label = `data-age episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, ${from}..${to})`;
-  const ledger = new Ledger(sim, schema, { from, to }, cutWindows(from, to, 1));
+  const ledger = new Ledger(sim, schema, { from, to }, ownGrid(from, to, 1));
   const runs: DataAgeRun[] = [];
   const days: string[] = [];
   for (let d = from; d <= to; d = addDays(d, 1)) days.push(d);

@@ -12,7 +12,6 @@ import type pg from 'pg';
 import { addDays } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
-import { cutWindows } from '../../src/pipeline/windows.js';
 import type { Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
@@ -32,8 +31,10 @@ import {
   sameIds,
 } from './organization-plan.js';
 import { checkOrganizationState, firstDifference, foreignRows, holdings } from './organization-state.js';
+import { drawService } from './service-draw.js';
 import type { PhaseOptions } from './soak-args.js';
 import { add, plannedRuns, report, type Tally } from './soak-tally.js';
+import { ownGrid } from './spec-grid.js';
 import { Ledger } from './verify-tables.js';
 
 const RESET_FIRST = FAULT_KINDS.indexOf('filter-reset');
@@ -366,19 +367,21 @@ export async function organizationEpisode(
   // whose windows hold fewer posts).
   const most = postsPerWindow(organizations[rich] as SoakOrganization);
   const pageSize = Math.max(5, Math.floor(most / (6 + random.int(7))));
+  const service = drawService(faultSeed);
   const sim = await startSimulator({
     seed: faultSeed,
     organizations: organizations.map((o) => ({ token: o.token, seed: o.seed, postsPerDay: o.postsPerDay })),
     generationDelayMs,
     pageSize,
     now: episodeStart(random),
+    ...service.options,
   });
   try {
     const from = randomStart(random);
     const to = addDays(from, 13 + random.int(29));
     const schema = `soak_${index}`;
     const records = organizations.map((org): OrganizationRecord => {
-      const grid = cutWindows(from, to, org.windowDays);
+      const grid = ownGrid(from, to, org.windowDays);
       const { selection } = org;
       const listed = selection.mode === 'all' ? [] : selection.fields;
       const keep =
@@ -396,7 +399,7 @@ export async function organizationEpisode(
       return { org, grid, ledger, brands: null, resets: 0 };
     });
     const ep: Episode = {
-      label: `episode ${index} (fault seed ${faultSeed}, pages of ${pageSize}, ${from}..${to}; ${organizations.map((o) => describe(o, organizations)).join('; ')})`,
+      label: `episode ${index} (fault seed ${faultSeed}, pages of ${pageSize}, ${from}..${to}; ${organizations.map((o) => describe(o, organizations)).join('; ')}; ${service.label})`,
       sim,
       admin,
       options,

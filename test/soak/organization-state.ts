@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
-import { ORGANIZATION_TABLES } from '../../src/load/scope.js';
 import type { FieldSelection } from '../../src/model/field-selection.js';
 import type { Window } from '../../src/model/window.js';
 
@@ -16,15 +15,29 @@ export interface ExpectedState {
 
 const windowKey = (start: string, end: string) => `${start}..${end}`;
 
-async function presentTables(pool: pg.Pool, schema: string): Promise<Set<string>> {
-  const present = new Set<string>();
-  for (const [table] of ORGANIZATION_TABLES) {
-    const { rows } = await pool.query<{ found: boolean }>('SELECT to_regclass($1) IS NOT NULL AS found', [
-      `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`,
-    ]);
-    if (rows[0]?.found === true) present.add(table);
+/**
+ * The schema's tables that key rows by organization, from the database's catalog (not the connector's own list):
+ * every table that is not a partition and has an `_org` or `org` column, with that column. posts and
+ * post_custom_segments (README) must be among them once the schema exists.
+ */
+async function organizationTables(pool: pg.Pool, schema: string): Promise<(readonly [string, string])[]> {
+  const { rows } = await pool.query<{ table: string; column: string }>(
+    `SELECT c.relname AS table, a.attname AS column
+       FROM pg_class c
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attname IN ('_org', 'org')
+      ORDER BY 1, 2`,
+    [schema],
+  );
+  const tables = rows.map((r) => [r.table, r.column] as const);
+  const names = new Set(tables.map(([table]) => table));
+  if (names.size > 0 && !(names.has('posts') && names.has('post_custom_segments'))) {
+    throw new Error(
+      `soak: the catalog lists no posts or post_custom_segments keyed by organization in ${schema}`,
+    );
   }
-  return present;
+  return tables;
 }
 
 /**
@@ -33,10 +46,8 @@ async function presentTables(pool: pg.Pool, schema: string): Promise<Set<string>
  * them.
  */
 export async function holdings(pool: pg.Pool, schema: string, org: string): Promise<string> {
-  const present = await presentTables(pool, schema);
   const parts: string[] = [];
-  for (const [table, column] of ORGANIZATION_TABLES) {
-    if (!present.has(table)) continue;
+  for (const [table, column] of await organizationTables(pool, schema)) {
     const { rows } = await pool.query<{ row: string }>(
       `SELECT jsonb_strip_nulls(to_jsonb(t))::text AS row FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)} t
         WHERE ${pg.escapeIdentifier(column)} = $1 ORDER BY 1`,
@@ -67,10 +78,8 @@ export function firstDifference(before: string, after: string): string {
 
 /** Rows of the schema, in any of its tables, that name none of the episode's organizations. */
 export async function foreignRows(pool: pg.Pool, schema: string, orgs: readonly string[]): Promise<string[]> {
-  const present = await presentTables(pool, schema);
   const problems: string[] = [];
-  for (const [table, column] of ORGANIZATION_TABLES) {
-    if (!present.has(table)) continue;
+  for (const [table, column] of await organizationTables(pool, schema)) {
     const { rows } = await pool.query<{ org: string; n: number }>(
       `SELECT ${pg.escapeIdentifier(column)} AS org, count(*)::int AS n
          FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}
@@ -119,7 +128,7 @@ export async function checkOrganizationState(
   org: string,
   expected: ExpectedState,
 ): Promise<string[]> {
-  const present = await presentTables(pool, schema);
+  const present = new Set((await organizationTables(pool, schema)).map(([table]) => table));
   if (!present.has('sync_state') || !present.has('report_windows') || !present.has('posts')) return [];
   const s = pg.escapeIdentifier(schema);
   const problems: string[] = [];

@@ -18,7 +18,6 @@ import pg from 'pg';
 import { addDays, todayUtc } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
-import { cutWindows } from '../../src/pipeline/windows.js';
 import { mixSeed, Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
@@ -33,6 +32,7 @@ import { FaultTally } from './fault-tally.js';
 import { faultyRun } from './faulty-run.js';
 import { organizationEpisode } from './organization-episode.js';
 import { RecordingProxy } from './recording-proxy.js';
+import { drawService } from './service-draw.js';
 import { type PhaseOptions, parseSoakArgs } from './soak-args.js';
 import {
   add,
@@ -43,6 +43,7 @@ import {
   report,
   type Tally,
 } from './soak-tally.js';
+import { ownGrid } from './spec-grid.js';
 import { Ledger, type LedgerCheck } from './verify-tables.js';
 
 /** Proxy ports of a concurrent episode: one a process, at most four processes a run. */
@@ -312,6 +313,7 @@ async function episode(
   const windowDays = random.pick([3, 7, 7, 14]);
   // Pages small enough for three to nine a window: page tokens and reports can expire or vanish mid-window.
   const pageSize = Math.max(5, Math.floor((postsPerDay * windowDays) / (3 + random.int(7))));
+  const service = drawService(simSeed);
   const sim: RunningSimulator = await startSimulator({
     seed: simSeed,
     postsPerDay,
@@ -319,6 +321,7 @@ async function episode(
     pageSize,
     now: episodeStart(random),
     token: `soak-${randomBytes(6).toString('hex')}`,
+    ...service.options,
   });
   let proxy: RecordingProxy | null = null;
   try {
@@ -338,10 +341,10 @@ async function episode(
     ];
     proxy = options.concurrent ? await RecordingProxy.start(sim.baseUrl, PROXY_PORTS) : null;
     const env = cliEnv(sim, databaseUrl, CLEAN_ENV);
-    const grid = cutWindows(from, to, windowDays);
+    const grid = ownGrid(from, to, windowDays);
     const live = today === null ? '' : ', ending today';
     const ep: Episode = {
-      label: `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}${live}, window ${windowDays}, concurrency ${concurrency})`,
+      label: `episode ${index} (sim seed ${simSeed}, ${postsPerDay}/day, pages of ${pageSize}, ${from}..${to}${live}, window ${windowDays}, concurrency ${concurrency}; ${service.label})`,
       sim,
       admin,
       options,

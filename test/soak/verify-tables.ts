@@ -26,6 +26,41 @@ async function schemaReady(pool: pg.Pool, schema: string): Promise<boolean> {
 
 const windowKey = (w: Window) => `${w.start}..${w.end}`;
 
+/** The README's naming rule, for the names the simulator sends: a plain snake_case name is its own column. */
+const PLAIN = /^[a-z][a-z0-9_]*$/;
+const SYSTEM_COLUMNS = new Set(['xmin', 'xmax', 'cmin', 'cmax', 'ctid', 'tableoid']);
+
+function ownColumn(field: string): string | undefined {
+  return PLAIN.test(field) && Buffer.byteLength(field) <= 63 && !SYSTEM_COLUMNS.has(field)
+    ? field
+    : undefined;
+}
+
+/**
+ * The tables read through the soak's own column for each field of `posts` (not the connector's field_columns),
+ * and where field_columns says otherwise.
+ */
+function throughOwnColumns(
+  tables: LoadedTables,
+  posts: readonly SimulatorPost[],
+): { tables: LoadedTables; problems: string[] } {
+  const problems: string[] = [];
+  const columns = new Map<string, string>();
+  for (const field of new Set(posts.flatMap((post) => Object.keys(post.fields)))) {
+    const own = ownColumn(field);
+    if (own === undefined) {
+      problems.push(`field ${JSON.stringify(field)} is not a plain name: the soak has no column for it`);
+      continue;
+    }
+    columns.set(field, own);
+    const recorded = tables.columns.get(field);
+    if (recorded !== undefined && recorded !== own) {
+      problems.push(`field ${field} is in column ${recorded}; the naming rule gives it ${own}`);
+    }
+  }
+  return { tables: { ...tables, columns }, problems };
+}
+
 /** One organization of a schema that several load (soak --organizations): the rows and posts a ledger keeps. */
 export interface LedgerOrganization {
   /** Its key (`_org`): the ledger reads its rows only. */
@@ -127,9 +162,15 @@ export class Ledger {
    */
   async check(pool: pg.Pool, committedByLog: ReadonlySet<string>): Promise<LedgerCheck> {
     const problems: string[] = [];
-    const tables: LoadedTables | null = (await schemaReady(pool, this.#schema))
+    const read: LoadedTables | null = (await schemaReady(pool, this.#schema))
       ? await readTables(pool, this.#schema, undefined, this.#organization?.org)
       : null;
+    let tables: LoadedTables | null = null;
+    if (read !== null) {
+      const own = throughOwnColumns(read, this.#epochs.at(-1) ?? []);
+      tables = own.tables;
+      problems.push(...own.problems);
+    }
     const loadedIds = new Map<string, string[]>();
     if (tables !== null) {
       problems.push(...tables.duplicates.map((id) => `post ${id} is loaded twice`));

@@ -12,14 +12,21 @@ const SELF = fileURLToPath(import.meta.url);
 // The soak runs for hours on the wall clock on purpose, and follows the date itself across midnight.
 const SOAK = join(TEST_ROOT, 'soak');
 
-/** `todayUtc()` and `new Date()` with no argument: both read the date off the wall clock. */
-const WALL_CLOCK_DATE = /\btodayUtc\s*\(\s*\)|\bnew\s+Date\s*\(\s*\)/g;
+/** `todayUtc()`, `new Date()` with no argument and `Date.now()`: each reads the date off the wall clock. */
+const WALL_CLOCK_DATE = /\btodayUtc\s*\(\s*\)|\bnew\s+Date\s*\(\s*\)|\bDate\s*\.\s*now\s*\(\s*\)/g;
+
+/**
+ * A line that reads the wall clock because the wall clock is what it tests says so at its end; the reason follows.
+ */
+const ON_PURPOSE = /\/\/ wall clock on purpose: \S/;
 
 /** `line N: call` for each call in `text` that reads the wall clock's date. */
 function wallClockDates(text: string): string[] {
   return text
     .split('\n')
-    .flatMap((line, i) => [...line.matchAll(WALL_CLOCK_DATE)].map((m) => `line ${i + 1}: ${m[0]}`));
+    .flatMap((line, i) =>
+      ON_PURPOSE.test(line) ? [] : [...line.matchAll(WALL_CLOCK_DATE)].map((m) => `line ${i + 1}: ${m[0]}`),
+    );
 }
 
 async function testSources(): Promise<string[]> {
@@ -57,12 +64,19 @@ describe("the tests' dates", () => {
       'const fixed = new Date(0);',
       "const parsed = new Date('2026-01-11T23:00:00Z');",
       'const elapsed = Date.now() - started;',
+      "const name = 'db_' + Date . now ( );",
+      'const parsed = Date.parse(text);',
+      'const off = Date.now(); // wall clock on purpose',
+      'const checked = Date.now(); // wall clock on purpose: the default clock is the system one',
     ].join('\n');
     expect(wallClockDates(text)).toEqual([
       'line 1: todayUtc()',
       'line 2: todayUtc( )',
       'line 3: new Date()',
       'line 4: new  Date ( )',
+      'line 8: Date.now()',
+      'line 9: Date . now ( )',
+      'line 11: Date.now()',
     ]);
   });
 });

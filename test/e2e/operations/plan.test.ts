@@ -57,6 +57,9 @@ it('loaded, failed, claimed and to do, as a backfill, a reload and a sync would 
   const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema });
   const loaded = await runCli(['backfill', '--from', '2026-03-02', '--to', '2026-03-15'], env);
   expect(loaded.code, loaded.stderr).toBe(0);
+  // The API's message is what the plan shows: its errors as JSON objects (the other shapes: error-bodies.test.ts).
+  sim.setFaults({ errorBodyShape: 'object' });
+  onTestFinished(() => sim.setFaults({ errorBodyShape: null }));
   sim.refuseReports(['2026-03-16'], 'segment value retired');
   onTestFinished(() => sim.refuseReports([]));
   const failed = await runCli(['backfill', '--from', '2026-03-16', '--to', '2026-03-22'], env);

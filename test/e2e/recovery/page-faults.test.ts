@@ -21,7 +21,9 @@ const PAGES = 14;
 const REUSE_PASSED_MS = 4 * 3_600_000;
 
 async function simulator(seed: number): Promise<RunningSimulator> {
-  const sim = await startSimulator({ seed, postsPerDay: 20, pageSize: 10 });
+  // Full pages: the posts each attempt fetched are counted below in pages of 10 (ragged pages: e2e/page-cycle and
+  // the soak).
+  const sim = await startSimulator({ seed, postsPerDay: 20, pageSize: 10, shapes: { pageFill: 'full' } });
   sims.push(sim);
   return sim;
 }

@@ -11,7 +11,13 @@ import { type HandMadeBody, startPageServer } from '../../helpers/page-server.js
 import { clientFor, failure } from './harness.js';
 
 const TOKEN = 'tok-Zq8x1-very-secret';
-const sim: RunningSimulator = await startSimulator({ seed: 7, token: TOKEN });
+// Retry-After in seconds, each 429 a drawn share's, and error bodies as JSON objects (tests read the API's
+// messages): the tests below of Retry-After's other forms and of load say so; error-bodies.test.ts has the others.
+const sim: RunningSimulator = await startSimulator({
+  seed: 7,
+  token: TOKEN,
+  shapes: { retryAfterForms: ['seconds'], inFlightLimit: null, errorBodyShapes: ['object'] },
+});
 afterAll(() => sim.close());
 
 const NO_FAULTS = { rateLimitShare: 0, serverErrorShare: 0, dropShare: 0, retryAfterSeconds: 0 };
@@ -57,6 +63,42 @@ describe('ApiClient against the simulator', () => {
     for (let i = 0; i < 10 && retries.length === 0; i += 1) await fetchDimensions(client);
     expect(retries.length).toBeGreaterThan(0);
     expect(retries.map((r) => [r.error.status, r.delayMs])).toEqual(retries.map(() => [429, 1000]));
+  });
+
+  it('waits until a Retry-After date, and backs off on its own without one', async () => {
+    for (const form of ['date', 'absent'] as const) {
+      const other = await startSimulator({ seed: 7, shapes: { retryAfterForms: [form] } });
+      try {
+        const { client, retries } = clientFor(other, { POST_REPORTS_MAX_ATTEMPTS: '8' });
+        other.setFaults({ rateLimitShare: 0.5, retryAfterSeconds: 1 });
+        for (let i = 0; i < 10 && retries.length === 0; i += 1) await fetchDimensions(client);
+        expect(retries.length, form).toBeGreaterThan(0);
+        for (const retry of retries) {
+          expect(retry.error.status, form).toBe(429);
+          // A date names a whole second at least 1 s ahead; without a header the client's own backoff (from 1 ms).
+          if (form === 'date') expect(retry.delayMs).toBeGreaterThanOrEqual(1);
+          if (form === 'date') expect(retry.delayMs).toBeLessThanOrEqual(2000);
+          else expect(retry.delayMs).toBeLessThan(1000);
+        }
+      } finally {
+        await other.close();
+      }
+    }
+  });
+
+  it('rides out 429s the service answers to load (more requests in flight than it takes)', async () => {
+    const busy = await startSimulator({ seed: 7, shapes: { inFlightLimit: 2 } });
+    try {
+      const { client, retries } = clientFor(busy, { POST_REPORTS_MAX_ATTEMPTS: '10' });
+      // Answers that take a while: requests sent together are in flight together.
+      busy.setFaults({ latencyMs: 100 });
+      const answers = await Promise.all(Array.from({ length: 8 }, () => fetchDimensions(client)));
+      expect(answers.every((a) => (a.brands?.length ?? 0) > 0)).toBe(true);
+      expect(busy.stats().faults['load-limit'] ?? 0).toBeGreaterThan(0);
+      expect(retries.filter((r) => r.error.status === 429).length).toBe(busy.stats().faults['load-limit']);
+    } finally {
+      await busy.close();
+    }
   });
 
   it('retries 5xx answers and dropped connections', async () => {

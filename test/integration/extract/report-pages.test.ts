@@ -10,7 +10,13 @@ import { largeArrayBuffers, slicedParents } from '../../helpers/heap-snapshot.js
 import { clientFor, failure } from './harness.js';
 
 // 500 posts a day: a 20-day window holds 10,000 posts, 10 pages.
-const sim: RunningSimulator = await startSimulator({ seed: 11, postsPerDay: 500 });
+// Full pages, one order: these tests count pages and compare the order; ragged pages and another order on a
+// second reading have a test of their own below.
+const sim: RunningSimulator = await startSimulator({
+  seed: 11,
+  postsPerDay: 500,
+  shapes: { pageFill: 'full', rereadOrder: 'same' },
+});
 afterAll(() => sim.close());
 
 const BIG = { start: '2026-02-01', end: '2026-02-20' };
@@ -102,6 +108,41 @@ describe('reports and pages against the simulator', () => {
     // At most the one page fetched ahead was requested.
     expect((sim.stats().byRoute['GET /reports/posts/{id}'] ?? 0) - before).toBeLessThanOrEqual(1);
     expect((await fetchDimensions(client)).brands?.length).toBeGreaterThan(0);
+  });
+
+  it('reads ragged pages (short, and empty before the end), and a second reading in another order: the same posts', async () => {
+    const unkind = await startSimulator({ seed: 23, postsPerDay: 200, pageSize: 150 });
+    try {
+      const { client, config } = clientFor(unkind);
+      const window = { start: '2026-02-01', end: '2026-02-10' };
+      const reference = unkind.referenceIds({ start_date: window.start, end_date: window.end });
+      const readings: { sizes: number[]; ids: string[] }[] = [];
+      for (let i = 0; i < 2; i += 1) {
+        // The same report both times (within the reuse period), read from its first page.
+        const { id } = await createReport(client, window, {});
+        const first = await waitForReport(client, id, config.poll, mapping(window));
+        const reading = { sizes: [] as number[], ids: [] as string[] };
+        for await (const page of readPages(client, id, { mapping: mapping(window), first })) {
+          const ids = postIds(page.posts);
+          reading.sizes.push(ids.length);
+          reading.ids.push(...ids);
+        }
+        readings.push(reading);
+      }
+      const [once, again] = readings as [(typeof readings)[0], (typeof readings)[0]];
+      const beforeLast = [...once.sizes.slice(0, -1), ...again.sizes.slice(0, -1)];
+      expect(
+        beforeLast.some((n) => n > 0 && n < 150),
+        JSON.stringify(readings.map((r) => r.sizes)),
+      ).toBe(true);
+      expect(beforeLast, JSON.stringify(readings.map((r) => r.sizes))).toContain(0);
+      expect(again.ids).not.toEqual(once.ids);
+      const sorted = [...reference].sort();
+      expect([...once.ids].sort()).toEqual(sorted);
+      expect([...again.ids].sort()).toEqual(sorted);
+    } finally {
+      await unkind.close();
+    }
   });
 
   it('resumes from a stored next_page token', async () => {

@@ -10,6 +10,7 @@ import type { PageTape } from '../../../src/model/page-tape.js';
 import { ExactNumber, JsonDocument, type MappedPost } from '../../../src/model/post-record.js';
 import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
+import { lockWait } from '../../helpers/lock-wait.js';
 import { captureLogger, idsOf, load, post, snapshot, stageAll, stagePage, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
@@ -301,6 +302,48 @@ describe('window-atomic loads', () => {
       reader.release();
     }
     for (const observation of seen) expect(['300/600', '501/1002']).toContain(observation);
+
+    // A read during a swap, made certain: the test holds the segments table against writes, so the next commit
+    // stops between removing the window's old posts and its segments, inside its transaction.
+    const blocker = await db.pool.connect();
+    let committing: Promise<number> | undefined;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE post_reports.post_custom_segments IN SHARE MODE');
+      committing = load(loader, w, 'r7', large);
+      const { pid } = await lockWait(db.pool);
+      const writer = await db.pool.query<{ xid: string | null }>(
+        `SELECT a.backend_xid::text AS xid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+          WHERE a.pid = $1 AND l.relation = 'post_reports.posts'::regclass AND l.mode = 'RowExclusiveLock'
+            AND l.granted`,
+        [pid],
+      );
+      const xid = writer.rows[0]?.xid;
+      expect(xid, 'the committing session has begun removing the old posts').toMatch(/^\d+$/);
+      const during = await db.pool.query<{ n: number; s: number; snapshot: string }>(
+        `SELECT count(*)::int AS n,
+                (SELECT count(*)::int FROM post_reports.post_custom_segments WHERE _window_start = $1) AS s,
+                pg_current_snapshot()::text AS snapshot
+           FROM post_reports.posts WHERE _window_start = $1`,
+        [w.start],
+      );
+      // The read's snapshot was taken with the swap in progress (its transaction among those not yet committed).
+      const inProgress = (during.rows[0]!.snapshot.split(':')[2] ?? '')
+        .split(',')
+        .filter((x) => x !== '')
+        .map((x) => BigInt(x) % 2n ** 32n);
+      expect(inProgress).toContain(BigInt(xid!));
+      expect(`${during.rows[0]!.n}/${during.rows[0]!.s}`).toBe('300/600');
+    } finally {
+      await blocker.query('COMMIT');
+      blocker.release();
+    }
+    expect(await committing).toBe(501);
+    const after = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM post_reports.posts WHERE _window_start = $1',
+      [w.start],
+    );
+    expect(after.rows[0]!.n).toBe(501);
   });
 
   it('a reload does not wait for readers in a transaction, who see the old window until they end', async () => {

@@ -16,6 +16,7 @@ import {
   unlockSession,
 } from '../../../src/load/locks.js';
 import { createTestDatabase } from '../../helpers/database.js';
+import { advisoryLockWaiters } from '../../helpers/lock-wait.js';
 
 const db = await createTestDatabase();
 const pools: pg.Pool[] = [];
@@ -48,7 +49,8 @@ describe('waiting for the process before (run lock)', () => {
       ),
     );
     try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Each waiter has asked for the schema and waits in PostgreSQL's queue behind the one migrating.
+      expect(await advisoryLockWaiters(db.pool, runLockKey(schema), 3)).toHaveLength(3);
       expect(got).toEqual([]);
       // Its migrations done, it shares the schema but stays in the alone queue (as it would while another
       // process queued there behind it): the waiters need nothing alone any more, so they do not wait for it.
@@ -82,8 +84,8 @@ describe('waiting for the process before (run lock)', () => {
     try {
       await first.query('SELECT pg_advisory_lock_shared(hashtextextended($1, 0))', [runLockKey(schema)]);
       await unlockSession(first, runLockKey(schema));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      // The first still shares the schema and holds the queue: the reset waits.
+      // The first still shares the schema and holds the queue: the reset waits in the queue for it.
+      expect(await advisoryLockWaiters(db.pool, aloneQueueKey(schema))).toHaveLength(1);
       expect(mode).toBeUndefined();
       await unlockSession(first, aloneQueueKey(schema));
       await first.query('SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))', [runLockKey(schema)]);

@@ -2,7 +2,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { CORRUPTION_KINDS, DEFAULT_FAULTS, mergeFaults } from '../../../src/simulator/faults.js';
 import { CORRUPT_VALUES, HUGE_STRING_MIN_LENGTH, hugeStringValue } from '../../../src/simulator/page-body.js';
 import type { CorruptionKind } from '../../../src/simulator/server.js';
-import { type ReportParams, startSimulator } from '../../../src/simulator/server.js';
+import { KIND_SHAPES, type ReportParams, startSimulator } from '../../../src/simulator/server.js';
 import {
   createReport,
   getText,
@@ -14,7 +14,7 @@ import {
   reportUrl,
 } from './sim-client.js';
 
-const simulator = await startSimulator({ seed: 3, postsPerDay: 600 });
+const simulator = await startSimulator({ shapes: KIND_SHAPES, seed: 3, postsPerDay: 600 });
 afterAll(() => simulator.close());
 
 const OFF = DEFAULT_FAULTS;

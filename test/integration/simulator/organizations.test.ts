@@ -1,7 +1,12 @@
 import { stringify } from 'lossless-json';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createOrganization, dimensionsBody } from '../../../src/simulator/organization.js';
-import { type ReportParams, type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import {
+  KIND_SHAPES,
+  type ReportParams,
+  type RunningSimulator,
+  startSimulator,
+} from '../../../src/simulator/server.js';
 import {
   createReport,
   getText,
@@ -19,6 +24,7 @@ const TIERS = [{ name: 'Tier', values: ['Gold', 'Silver', 'Bronze'] }];
 
 // C's seed is A's plus 97: the same post ids on the same dates, other posts.
 const simulator = await startSimulator({
+  shapes: KIND_SHAPES,
   seed: 5,
   postsPerDay: 40,
   pageSize: 100,

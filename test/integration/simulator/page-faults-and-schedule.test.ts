@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ReportParams, startSimulator } from '../../../src/simulator/server.js';
+import { KIND_SHAPES, type ReportParams, startSimulator } from '../../../src/simulator/server.js';
 import {
   createReport,
   getText,
@@ -12,6 +12,7 @@ import {
 } from './sim-client.js';
 
 const simulator = await startSimulator({
+  shapes: KIND_SHAPES,
   seed: 31,
   postsPerDay: 25,
   pageSize: 10,
@@ -211,7 +212,7 @@ describe('field schedule', () => {
     expect(served).toEqual(
       simulator.referencePosts(week).map((post) => JSON.stringify(JSON.parse(post.text))),
     );
-    const plain = await startSimulator({ seed: 31, postsPerDay: 25 });
+    const plain = await startSimulator({ shapes: KIND_SHAPES, seed: 31, postsPerDay: 25 });
     try {
       const without = plain.referencePosts(week);
       const withSchedule = simulator.referencePosts(week);

@@ -1,6 +1,6 @@
 import { isLosslessNumber, stringify } from 'lossless-json';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ReportParams, startSimulator } from '../../../src/simulator/server.js';
+import { KIND_SHAPES, type ReportParams, startSimulator } from '../../../src/simulator/server.js';
 import {
   containsNull,
   createReport,
@@ -13,7 +13,12 @@ import {
   reportUrl,
 } from './sim-client.js';
 
-const simulator = await startSimulator({ seed: 7, postsPerDay: 100, generationDelayMs: 5_000 });
+const simulator = await startSimulator({
+  shapes: KIND_SHAPES,
+  seed: 7,
+  postsPerDay: 100,
+  generationDelayMs: 5_000,
+});
 afterAll(() => simulator.close());
 
 const january: ReportParams = { start_date: '2026-01-01', end_date: '2026-01-31' };

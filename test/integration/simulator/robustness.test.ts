@@ -1,9 +1,9 @@
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../../src/simulator/server.js';
+import { KIND_SHAPES, startSimulator } from '../../../src/simulator/server.js';
 import { createReport, headers, readAllPages, reportUrl } from './sim-client.js';
 
-const simulator = await startSimulator({ seed: 11, postsPerDay: 400 });
+const simulator = await startSimulator({ shapes: KIND_SHAPES, seed: 11, postsPerDay: 400 });
 afterAll(() => simulator.close());
 
 const { hostname, port } = new URL(simulator.baseUrl);
