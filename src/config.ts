@@ -113,6 +113,8 @@ export interface RunConfig {
   readonly fields?: FieldSelection;
   /** The instant the connector's clock starts from (ISO 8601), for replays and tests; absent: the system clock. */
   readonly clockStart?: string;
+  /** Where the end of a run writes its Prometheus metrics; absent: nowhere. */
+  readonly metricsFile?: string;
 }
 
 export interface LogConfig {
@@ -284,6 +286,13 @@ export const SETTINGS = {
   passwordFile: {
     env: 'PGPASSFILE',
     description: 'libpq password file, for a connection string without a password (default ~/.pgpass)',
+  },
+  metricsFile: {
+    env: 'POST_REPORTS_METRICS_FILE',
+    flag: '--metrics-file',
+    placeholder: '<path>',
+    description:
+      "File the end of every run writes Prometheus metrics to (node_exporter's textfile collector: a *.prom file)",
   },
   schema: {
     env: 'POST_REPORTS_SCHEMA',
@@ -1163,6 +1172,10 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
   if (customSegments) filters.customSegments = customSegments;
   const fields = fieldSelection(env, flags, problems);
   const clockStart = instant('now', env, flags, problems);
+  const metricsFile = raw('metricsFile', env, flags);
+  if (metricsFile !== undefined && (metricsFile === '' || metricsFile.endsWith('/'))) {
+    problems.add(`${where('metricsFile')} must be the path of a file, got ${JSON.stringify(metricsFile)}`);
+  }
   return {
     windowDays: integer('windowDays', env, flags, problems, 1, 366),
     concurrency: integer('concurrency', env, flags, problems, 1, 64),
@@ -1176,6 +1189,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     filters,
     fields,
     ...(clockStart === undefined ? {} : { clockStart }),
+    ...(metricsFile === undefined || metricsFile === '' ? {} : { metricsFile }),
   };
 }
 

@@ -45,6 +45,7 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'segments',
   'fields',
   'excludeFields',
+  'metricsFile',
 ];
 /** Every command that reads settings: the configuration file, and the log level. */
 export const COMMON_FLAGS: readonly SettingName[] = ['configFile', 'logLevel'];

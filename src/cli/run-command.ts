@@ -4,6 +4,7 @@ import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
 import { terminalSafe } from '../secret.js';
 import { commandContext } from './context.js';
+import { type MetricsRun, type MetricsTarget, writeMetricsFile } from './metrics-file.js';
 import { createProgressReporter } from './progress-reporter.js';
 import {
   classify,
@@ -66,6 +67,8 @@ export async function runWithProgress(
   const print = options.printSummary ?? true;
   // Known once the configuration is read: what is printed outside the log is scrubbed like the log.
   let scrub = (text: string): string => text;
+  // Known once the settings are read: a run whose settings are wrong has nowhere to write its metrics.
+  let metrics: { readonly path: string; readonly target: MetricsTarget } | undefined;
   try {
     const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
     const context = commandContext(settings, { api: true, db: true }, signal, {
@@ -73,6 +76,13 @@ export async function runWithProgress(
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
     scrub = context.scrub;
+    const { metricsFile } = context.config.run;
+    if (metricsFile !== undefined) {
+      metrics = {
+        path: metricsFile,
+        target: { schema: context.config.db.schema, organization: context.config.db.organization },
+      };
+    }
     if (args.reset === true) {
       // Loaded when asked for, as the live bar is: a scheduled run does not load a prompt.
       const { confirmReset } = await import('./reset-confirm.js');
@@ -104,6 +114,7 @@ export async function runWithProgress(
     const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
     if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary)}\n`);
     if (print) printSummary(io, summary, scrub);
+    await writeMetrics(io, metrics, summary);
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
     progress.stop();
@@ -112,6 +123,22 @@ export async function runWithProgress(
     // The exit code is the signal's when one stopped the run; the message is the error's own.
     if (print) printSummary(io, failureSummary(command, cause, started, error), scrub);
     const { exitCode } = classify(cause);
+    await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started });
     return { exitCode };
+  }
+}
+
+/** Writes the run's metrics when asked to; a file that cannot be written is a warning, not the run's failure. */
+async function writeMetrics(
+  io: Io,
+  metrics: { readonly path: string; readonly target: MetricsTarget } | undefined,
+  run: MetricsRun,
+): Promise<void> {
+  if (metrics === undefined) return;
+  try {
+    await writeMetricsFile(metrics.path, metrics.target, run, new Date());
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`post-reports-etl: warning: cannot write the metrics file ${metrics.path}: ${reason}\n`);
   }
 }
