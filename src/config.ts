@@ -485,6 +485,35 @@ export function readEnvironment(dotenvPath = '.env'): RawSettings {
 /** Response bodies a window holds at once: the page read, the next one downloading, a status poll's. */
 const BODIES_PER_WINDOW = 3;
 
+/** The prefix of the connector's own variables: one it does not know is a misspelling, or a later version's. */
+const OWN_PREFIX = 'POST_REPORTS_';
+
+/** The POST_REPORTS_* variables of an environment that name no setting of this version. */
+export interface UnknownVariables {
+  /** Each near a setting's name: a misspelling, whose value would otherwise be lost without a word. */
+  readonly misspelt: readonly { readonly name: string; readonly meant: string }[];
+  /** Near none: perhaps a setting of a later version, set for all versions alike. */
+  readonly unknown: readonly string[];
+}
+
+/**
+ * The connector's variables (POST_REPORTS_*) in `environment` that are no setting. A name within a few letters of
+ * a setting's is taken for a misspelling of it (parseConfig refuses it, naming the setting); one near none may be
+ * a later version's setting, which an environment shared by several versions holds: a warning only.
+ */
+export function unknownVariables(environment: RawSettings): UnknownVariables {
+  const known = Object.values(SETTINGS as Record<string, SettingSpec>).map((spec) => spec.env);
+  const misspelt: { name: string; meant: string }[] = [];
+  const unknown: string[] = [];
+  for (const name of Object.keys(environment).sort()) {
+    if (!name.startsWith(OWN_PREFIX) || known.includes(name)) continue;
+    const meant = nearest(name, known);
+    if (meant === undefined) unknown.push(name);
+    else misspelt.push({ name, meant });
+  }
+  return { misspelt, unknown };
+}
+
 /** The largest POST_REPORTS_SEMI_SPACE_MB: beyond, the young generation alone would outgrow a flat CLI. */
 const SEMI_SPACE_MAX_MB = 256;
 /** The largest POST_REPORTS_OLD_SPACE_MB, for the same reason. */
@@ -1262,6 +1291,11 @@ export function parseConfig(
   const env =
     file === undefined || file.trim() === '' ? environment : { ...readSettingsFile(file), ...environment };
   const problems = new Problems();
+  for (const { name, meant } of unknownVariables(environment).misspelt) {
+    problems.add(
+      `${name} is not a setting (did you mean ${meant}?): rename it, its value is not used as it is`,
+    );
+  }
   const ignore = new Problems();
   const run = runConfig(env, flags, problems);
   const api = apiConfig(env, flags, needs.api ? problems : ignore);

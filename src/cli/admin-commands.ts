@@ -19,7 +19,7 @@ import type { Logger } from '../logger.js';
 import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
 import { DEFAULT_ORGANIZATION, isOrganizationId, ORGANIZATION_ID_RULE } from '../model/organization.js';
-import { backfillRange } from '../pipeline/backfill.js';
+import { backfillRange, cutWarning } from '../pipeline/backfill.js';
 import { EXIT } from '../pipeline/exit-codes.js';
 import { planRun } from '../pipeline/plan.js';
 import { checkServer } from '../pipeline/preflight.js';
@@ -292,10 +292,16 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
     if (args.sync ? dates > 0 : dates < 2) {
       throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
     }
-    const resolve = args.sync
-      ? (history: LoadedHistory) =>
-          syncRange(config.run, history, todayUtc(startClock(config.run.clockStart).now()), args.reset)
-      : () => backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload);
+    const today = todayUtc(startClock(config.run.clockStart).now());
+    const range = args.sync
+      ? undefined
+      : backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload, today);
+    const cut = range === undefined ? undefined : cutWarning(range);
+    if (cut !== undefined) io.stderr.write(`post-reports-etl: warning: ${cut}\n`);
+    const resolve =
+      range === undefined
+        ? (history: LoadedHistory) => syncRange(config.run, history, today, args.reset)
+        : () => range;
     const human = forPerson(io, args.json);
     await withDatabase(config, logger, 1, async (pool) => {
       const orgs = args.allOrganizations

@@ -6,10 +6,12 @@ import {
   parseConfig,
   type RawSettings,
   readEnvironment,
+  unknownVariables,
 } from '../config.js';
 import { EtlError } from '../errors.js';
 import { createLogger, type Logger, prettyDestination } from '../logger.js';
 import { connectionSecrets, Scrubber, urlPasswords } from '../secret.js';
+import { VERSION } from '../version.js';
 
 /** What a command runs with: the validated configuration, the process logger and a signal for SIGINT/SIGTERM. */
 export interface CommandContext {
@@ -69,6 +71,11 @@ export function commandContext(
     ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink) : sink }),
   });
   for (const warning of config.warnings ?? []) logger.warn(warning);
+  for (const name of unknownVariables(env).unknown) {
+    logger.warn(
+      `${name} is not a setting of this version (${VERSION}), nor near one: ignored (a later version's setting?); \`post-reports-etl help environment\` lists them`,
+    );
+  }
   // What memory the process runs with depends on how it was launched (launchPlan): said once, for a debug log.
   logger.debug(
     {

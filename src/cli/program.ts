@@ -98,9 +98,12 @@ function runCommandsOf(io: Io): Command[] {
       .option('--reload', 'reload windows that are already loaded')
       .option(
         '--reset',
-        "start over: clear the schema's data and state (says what first, and asks on a terminal), then load the range",
+        "start over: clear the schema's data and state (says what first; asks on a terminal, needs --yes off one), then load the range",
       )
-      .option('--yes', 'do not ask before --reset removes what is loaded')
+      .option(
+        '--yes',
+        'let --reset remove what is loaded without asking (needed when not on a terminal, a pipe or a scheduler)',
+      )
       .addOption(progressOption())
       .addOption(quietOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS],
@@ -140,9 +143,12 @@ function runCommandsOf(io: Io): Command[] {
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
       .option(
         '--reset',
-        "start over: clear the schema's data and state (says what first, and asks on a terminal), then load from --start-date",
+        "start over: clear the schema's data and state (says what first; asks on a terminal, needs --yes off one), then load from --start-date",
       )
-      .option('--yes', 'do not ask before --reset removes what is loaded')
+      .option(
+        '--yes',
+        'let --reset remove what is loaded without asking (needed when not on a terminal, a pipe or a scheduler)',
+      )
       .addOption(progressOption())
       .addOption(quietOption()),
     syncFlags,

@@ -100,6 +100,7 @@ export async function prepareRun(
   const plan = planWindows(range.windows, loaded, {
     reload: range.reload,
     ...(range.reloadFrom === undefined ? {} : { reloadFrom: range.reloadFrom }),
+    today: request.today,
   });
   logger.info({ from: range.from, to: range.to }, 'range resolved');
   await dropStages(pool, context, range, logger);

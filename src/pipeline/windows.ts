@@ -55,6 +55,12 @@ export interface PlanOptions {
   readonly reload: boolean;
   /** Load the wanted windows ending on or after this date even when loaded (the sync's lookback). */
   readonly reloadFrom?: string;
+  /**
+   * The run's today: a loaded window that reaches past it (an earlier version loaded a --to after today) is asked
+   * for whole in place of the wanted windows it holds, as it was loaded: the API hands back that report, where the
+   * report of a shorter window could be older than its rows and refused until the API's reuse period ends.
+   */
+  readonly today?: string;
 }
 
 /**
@@ -72,8 +78,8 @@ export function planWindows(
 ): { groups: WindowGroup[]; skipped: Window[] } {
   const skipped: Window[] = [];
   const toLoad: Window[] = [];
-  const { reload, reloadFrom } = options;
-  for (const w of wanted) {
+  const { reload, reloadFrom, today } = options;
+  for (const w of today === undefined ? wanted : asLoadedBeyond(wanted, loaded, today)) {
     const again = reload || (reloadFrom !== undefined && w.end >= reloadFrom);
     if (!again && loaded.some((l) => sameWindow(l, w) && l.complete !== false)) skipped.push(w);
     else toLoad.push(w);
@@ -111,4 +117,17 @@ export function planWindows(
     byRoot.set(root, group);
   });
   return { groups: [...byRoot.values()], skipped };
+}
+
+/** `wanted`, each window held by a loaded window that starts by `today` and ends after it replaced by that one. */
+function asLoadedBeyond(wanted: readonly Window[], loaded: readonly Window[], today: string): Window[] {
+  const out: Window[] = [];
+  for (const w of wanted) {
+    const beyond = loaded.find(
+      (l) => l.start <= today && l.end > today && l.start <= w.start && w.end <= l.end,
+    );
+    const window = beyond === undefined ? w : { start: beyond.start, end: beyond.end };
+    if (!out.some((o) => sameWindow(o, window))) out.push(window);
+  }
+  return out;
 }

@@ -107,6 +107,7 @@ describe('bad input (the built CLI)', () => {
         '--segment',
         'Region=North',
         '--reset',
+        '--yes',
         ...base,
       ],
       cliEnv(sim, db.url),

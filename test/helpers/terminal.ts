@@ -11,6 +11,11 @@ export interface TerminalResult {
 export interface TerminalOptions {
   /** Types `text` once the terminal has shown `after` (a question's prompt). */
   readonly answer?: { readonly after: string; readonly text: string };
+  /**
+   * Pipes the CLI's stdout and stderr through `tee` (`… 2>&1 | tee`), as a person keeping a log does: stdin stays
+   * the terminal. The exit code is the CLI's, not tee's.
+   */
+  readonly throughTee?: boolean;
 }
 
 /** A word the shell takes as it is. */
@@ -27,7 +32,9 @@ export function runOnTerminal(
   env: Record<string, string>,
   options: TerminalOptions = {},
 ): Promise<TerminalResult> {
-  const command = [process.execPath, CLI, ...args].map(quote).join(' ');
+  const cli = [process.execPath, CLI, ...args].map(quote).join(' ');
+  const command =
+    options.throughTee === true ? `{ ${cli}; echo "exit code $?" >&2; } 2>&1 | tee /dev/null` : cli;
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
     env: withTestClock({ PATH: process.env.PATH ?? '', TERM: 'xterm', ...env }),
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -49,7 +56,8 @@ export function runOnTerminal(
     child.on('error', reject);
     child.on('close', (code) => {
       child.stdin.destroy();
-      resolve({ code, output });
+      const piped = /exit code (\d+)/.exec(output)?.[1];
+      resolve({ code: options.throughTee === true && piped !== undefined ? Number(piped) : code, output });
     });
   });
 }

@@ -263,7 +263,7 @@ async function faultyRun(
     if (i !== resetting || brands === null)
       return { args: argsOf(ep, record, extra), env: envOf(ep, record.org) };
     // The reset's own brands replace those of an earlier reset: argsOf adds them only once one completed.
-    const args = argsOf(ep, { ...record, brands }, [...extra, '--reset']);
+    const args = argsOf(ep, { ...record, brands }, [...extra, '--reset', '--yes']);
     return { args, env: envOf(ep, record.org) };
   });
   const runStarted = Date.now();

@@ -100,7 +100,7 @@ function recordFaults(ep: Episode, planned: PlannedRun, served: Readonly<Record<
 /** A --reset run, or any run outside concurrent mode: one process, as the soak always did. */
 async function soloFaultyRun(ep: Episode, planned: PlannedRun): Promise<RunEnd> {
   const { tally, options, ledger } = ep;
-  const resetArgs = planned.brands === null ? [] : ['--brands', planned.brands.join(','), '--reset'];
+  const resetArgs = planned.brands === null ? [] : ['--brands', planned.brands.join(','), '--reset', '--yes'];
   const args = [
     ...ep.base,
     ...(resetArgs.length > 0 ? resetArgs : planned.filterArgs),

@@ -216,7 +216,9 @@ describe('field selection (the built CLI)', () => {
     ]);
     expect(await snapshotSchema(db.pool, schema)).toBe(before);
 
-    const reset = await run([...backfill, '--reset'], schema, { POST_REPORTS_EXCLUDE_FIELDS: 'email,name' });
+    const reset = await run([...backfill, '--reset', '--yes'], schema, {
+      POST_REPORTS_EXCLUDE_FIELDS: 'email,name',
+    });
     expect(reset.code, reset.stderr).toBe(0);
     const cols = await columns(schema);
     expect(cols).not.toContain('email');

@@ -33,7 +33,7 @@ describe('locks that queue (the built CLI)', () => {
     const first = startCli(range('2025-04-07', '2025-04-13'), env);
     await first.waitForOutput('"msg":"report created"');
     // A reset asks for the schema alone and waits for that run.
-    const reset = startCli([...range('2025-04-07', '2025-04-13'), '--reset'], env);
+    const reset = startCli([...range('2025-04-07', '2025-04-13'), '--reset', '--yes'], env);
     await reset.waitForOutput('waiting up to');
     // A run of other dates starts after the reset asked: it must wait for the reset, not slip in before it
     // (the reset would then clear what it loaded).

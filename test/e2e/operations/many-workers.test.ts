@@ -120,7 +120,7 @@ describe('many processes on one schema (the built CLI)', () => {
     const run = startCli(backfill('2026-05-18', '2026-10-25'), env(schema));
     await run.waitForOutput('"msg":"report created"');
     const reset = await runCli(
-      ['sync', '--reset', '--start-date', '2026-06-01'],
+      ['sync', '--reset', '--yes', '--start-date', '2026-06-01'],
       cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema, POST_REPORTS_LOCK_WAIT_MS: '60000' }),
     );
     const running = await run.done;

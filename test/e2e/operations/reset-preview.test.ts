@@ -64,13 +64,16 @@ describe('--reset says what it removes before it does (the built CLI)', () => {
     expect(await snapshotSchema(db.pool, schema)).toBe(before);
   });
 
-  it('a scheduled run (no terminal) says what it removes, then runs as told', async () => {
+  it('a scheduled run (no terminal) says what it removes, then removes it only with --yes', async () => {
     const schema = 'scheduled_reset';
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema });
     const first = await runCli(['sync', '--start-date', FROM], env);
     expect(first.code, first.stderr).toBe(0);
     const loaded = summaryOf(first);
-    const run = await runCli(['backfill', '--from', addDays(TO, -3), '--to', TO, '--reset'], env);
+    const refused = await runCli(['backfill', '--from', addDays(TO, -3), '--to', TO, '--reset'], env);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('add --yes to remove them (nothing was removed)');
+    const run = await runCli(['backfill', '--from', addDays(TO, -3), '--to', TO, '--reset', '--yes'], env);
     expect(run.code, run.stderr).toBe(0);
     const line = `post-reports-etl: --reset removes from schema "${schema}" every loaded window, whatever its dates: ${loaded.windows.loaded} windows (${loaded.posts} posts, ${FROM} to ${TODAY}), and the cursor (${TODAY})`;
     expect(run.stderr).toContain(line);

@@ -38,12 +38,12 @@ describe('--reset starts over (the built CLI)', () => {
     expect(refused.stderr).toMatch(/pass --reset/);
     // --reset starts from the start date, so it needs one; refused before anything changes.
     const before = await snapshotSchema(db.pool, 'refiltered');
-    const noStart = await runCli(['sync', '--reset', '--brands', BRAND], env);
+    const noStart = await runCli(['sync', '--reset', '--yes', '--brands', BRAND], env);
     expect(noStart.code).toBe(2);
     expect(noStart.stderr).toMatch(/--reset .*--start-date/);
     expect(await snapshotSchema(db.pool, 'refiltered')).toBe(before);
 
-    const reset = await runCli(['sync', '--reset', '--start-date', start, '--brands', BRAND], env);
+    const reset = await runCli(['sync', '--reset', '--yes', '--start-date', start, '--brands', BRAND], env);
     expect(reset.code, reset.stderr).toBe(0);
     expect(reset.summary).toMatchObject({ status: 'succeeded', from: start, to: TODAY, cursor: TODAY });
     expect(summaryOf(reset).reset).toEqual({
@@ -67,7 +67,7 @@ describe('--reset starts over (the built CLI)', () => {
     // Posts appear deep in the history, far outside the lookback: only a run that starts over sees them.
     sim.addPosts(addDays(start, 2), 4);
     sim.advanceTime(HOURS_4);
-    const again = await runCli(['sync', '--reset', '--start-date', start], env);
+    const again = await runCli(['sync', '--reset', '--yes', '--start-date', start], env);
     expect(again.code, again.stderr).toBe(0);
     expect(again.summary).toMatchObject({ from: start, cursor: TODAY, windows: { skipped: 0 } });
     expect(summaryOf(again).reset).toEqual({
@@ -78,14 +78,14 @@ describe('--reset starts over (the built CLI)', () => {
 
     // A later start date: nothing before it is left.
     const later = addDays(TODAY, -15);
-    const shorter = await runCli(['sync', '--reset', '--start-date', later], env);
+    const shorter = await runCli(['sync', '--reset', '--yes', '--start-date', later], env);
     expect(shorter.code, shorter.stderr).toBe(0);
     expect(shorter.summary).toMatchObject({ from: later, cursor: TODAY });
     expect(await problems('restarted', later, TODAY)).toEqual([]);
 
     // backfill --reset: exactly its range, and no cursor (backfills never set one).
     const to = addDays(start, 9);
-    const backfill = await runCli(['backfill', '--reset', '--from', start, '--to', to], env);
+    const backfill = await runCli(['backfill', '--reset', '--yes', '--from', start, '--to', to], env);
     expect(backfill.code, backfill.stderr).toBe(0);
     expect(backfill.summary).toMatchObject({ from: start, to, cursor: null, windows: { skipped: 0 } });
     expect(summaryOf(backfill).reset?.windows).toBeGreaterThan(0);

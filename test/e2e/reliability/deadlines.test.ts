@@ -197,7 +197,7 @@ describe('the database side', () => {
     const holding = startCli(backfill('run_lock'), cliEnv(sim, db.url));
     await holding.waitForOutput('"msg":"report created"');
     const result = await runCli(
-      [...backfill('run_lock'), '--reset'],
+      [...backfill('run_lock'), '--reset', '--yes'],
       cliEnv(sim, db.url, { POST_REPORTS_LOCK_WAIT_MS: '1000' }),
     );
     holding.child.kill('SIGTERM');

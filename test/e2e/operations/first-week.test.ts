@@ -1,0 +1,153 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/config.js';
+import { createLogger } from '../../../src/logger.js';
+import { addDays } from '../../../src/model/dates.js';
+import { executeRun } from '../../../src/pipeline/run.js';
+import { cutWindows } from '../../../src/pipeline/windows.js';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/server.js';
+import { runCli } from '../../helpers/cli.js';
+import { createTestDatabase } from '../../helpers/database.js';
+import { cliEnv } from '../../helpers/e2e-env.js';
+import { snapshotSchema } from '../../helpers/reference-check.js';
+import { summaryOf } from '../../helpers/summary.js';
+import { runOnTerminal } from '../../helpers/terminal.js';
+import { TODAY, testNow } from '../../helpers/today.js';
+
+// What a new user met in their first week (issue #43), each through the built CLI.
+const db = await createTestDatabase();
+let sim: RunningSimulator;
+const FROM = addDays(TODAY, -30);
+const TO = addDays(TODAY, -10);
+const PROMPT = 'Remove them and start over? [y/N]';
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 43, postsPerDay: 10, now: testNow() });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+function env(schema: string, extra: Record<string, string> = {}): Record<string, string> {
+  return cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema, ...extra });
+}
+
+async function load(schema: string): Promise<void> {
+  const run = await runCli(['backfill', '--from', FROM, '--to', TO], env(schema));
+  expect(run.code, run.stderr).toBe(0);
+}
+
+describe('--reset removes only when asked (1)', () => {
+  it('piped through tee from a terminal: no question, nothing removed without --yes (exit 2)', async () => {
+    const schema = 'reset_teed';
+    await load(schema);
+    const before = await snapshotSchema(db.pool, schema);
+    const teed = await runOnTerminal(['backfill', '--from', FROM, '--to', TO, '--reset'], env(schema), {
+      throughTee: true,
+    });
+    expect(teed.code, teed.output).toBe(2);
+    expect(teed.output).not.toContain(PROMPT);
+    expect(teed.output).toContain(`--reset removes from schema "${schema}"`);
+    expect(teed.output).toContain('add --yes to remove them (nothing was removed)');
+    expect(await snapshotSchema(db.pool, schema)).toBe(before);
+  });
+
+  it('off a terminal: refused without --yes, done with it', async () => {
+    const schema = 'reset_scheduled';
+    await load(schema);
+    const before = await snapshotSchema(db.pool, schema);
+    const refused = await runCli(['backfill', '--from', FROM, '--to', TO, '--reset'], env(schema));
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.summary).toMatchObject({ status: 'invalid', error: { code: 'RESET_DECLINED' } });
+    expect(await snapshotSchema(db.pool, schema)).toBe(before);
+
+    const yes = await runCli(['backfill', '--from', FROM, '--to', TO, '--reset', '--yes'], env(schema));
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(summaryOf(yes).reset?.windows).toBeGreaterThan(0);
+  });
+});
+
+describe('every POST_REPORTS_ variable is a setting (2)', () => {
+  it('a misspelt variable in .env is refused with the name meant; nothing is loaded', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'first-week-'));
+    await writeFile(join(dir, '.env'), 'POST_REPORTS_BRAND=Atlas Athletics\n');
+    const run = await runCli(['backfill', '--from', FROM, '--to', TO], env('misspelt'), { cwd: dir });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('POST_REPORTS_BRAND is not a setting (did you mean POST_REPORTS_BRANDS?)');
+    const schemas = await db.pool.query("SELECT 1 FROM pg_namespace WHERE nspname = 'misspelt'");
+    expect(schemas.rowCount).toBe(0);
+  });
+
+  it('in the environment too; one near no setting is a warning (a later version may know it)', async () => {
+    const typo = await runCli(
+      ['plan', '--from', FROM, '--to', TO],
+      env('misspelt', { POST_REPORTS_SHEMA: 'x' }),
+    );
+    expect(typo.code, typo.stderr).toBe(2);
+    expect(typo.stderr).toContain('POST_REPORTS_SHEMA is not a setting (did you mean POST_REPORTS_SCHEMA?)');
+    const later = await runCli(
+      ['plan', '--from', FROM, '--to', TO],
+      env('misspelt', { POST_REPORTS_SOMETHING_QUITE_NEW: '1' }),
+    );
+    expect(later.code, later.stderr).toBe(0);
+    expect(later.stderr).toContain('POST_REPORTS_SOMETHING_QUITE_NEW is not a setting of this version');
+  });
+});
+
+describe('a --to after today (3)', () => {
+  it('is cut at today with a warning, and the next sync runs', async () => {
+    const schema = 'future_to';
+    const start = addDays(TODAY, -20);
+    const first = await runCli(['sync', '--start-date', start], env(schema));
+    expect(first.code, first.stderr).toBe(0);
+    const future = addDays(TODAY, 5);
+    const backfill = await runCli(['backfill', '--from', start, '--to', future], env(schema));
+    expect(backfill.code, backfill.stderr).toBe(0);
+    expect(backfill.stderr).toContain(
+      `--to ${future} is after today (${TODAY}, UTC): loading up to ${TODAY}`,
+    );
+    expect(summaryOf(backfill).to).toBe(TODAY);
+    const after = await db.pool.query(
+      `SELECT count(*)::int AS n FROM ${schema}.report_windows WHERE window_start > $1 OR window_end > $1`,
+      [TODAY],
+    );
+    expect(after.rows[0].n).toBe(0);
+    const sync = await runCli(['sync'], env(schema));
+    expect(sync.code, sync.stderr).toBe(0);
+  });
+
+  it('a schema an earlier version loaded past today is mended by the next sync', async () => {
+    const schema = 'future_poisoned';
+    const start = addDays(TODAY, -20);
+    const first = await runCli(['sync', '--start-date', start], env(schema));
+    expect(first.code, first.stderr).toBe(0);
+    // As an earlier version's backfill did with a --to after today: windows cut up to it, loaded as open.
+    const config = parseConfig(env(schema));
+    const future = addDays(TODAY, 5);
+    const poisoned = await executeRun(
+      { config, logger: createLogger({ level: 'silent' }) },
+      {
+        command: 'backfill',
+        resolve: () => ({ from: start, to: future, windows: cutWindows(start, future, 7), reload: false }),
+        reset: false,
+        moveCursor: false,
+        today: TODAY,
+      },
+    );
+    expect(poisoned.exitCode).toBe(0);
+    const sync = await runCli(['sync'], env(schema));
+    expect(sync.code, sync.stderr).toBe(0);
+    expect(summaryOf(sync).windows.failed).toBe(0);
+  });
+
+  it('a --from after today too is refused', async () => {
+    const run = await runCli(
+      ['backfill', '--from', addDays(TODAY, 1), '--to', addDays(TODAY, 3)],
+      env('future_from'),
+    );
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`--from ${addDays(TODAY, 1)} is after today (${TODAY}, UTC)`);
+  });
+});
