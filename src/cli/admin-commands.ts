@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { ApiClient } from '../api/client.js';
-import type { Config, Flags } from '../config.js';
+import { type Config, type Flags, SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
@@ -15,6 +15,7 @@ import {
 import { migrate, pendingMigrations } from '../load/migrate.js';
 import { renameOrganization } from '../load/organization-rename.js';
 import { scopeName } from '../load/scope.js';
+import { schemaExists } from '../load/window-state.js';
 import type { Logger } from '../logger.js';
 import { startClock } from '../model/clock.js';
 import { todayUtc } from '../model/dates.js';
@@ -202,28 +203,73 @@ export function renameOrganizationCommand(
 
 /**
  * `status`: every window by standing (in progress only while a live run holds the lock), the cursor, the runs; of
- * the configured organization, or of each organization of the schema (`all`).
+ * the configured organization, or of each organization of the schema (`all`). Text for a person at a terminal,
+ * JSON (a line each) for a pipe or with --json. A schema not made yet holds nothing loaded yet; an organization the
+ * schema does not hold is refused, naming those it does.
  */
 export function statusCommand(io: Io, flags: Flags, json: boolean, all = false): Promise<number> {
+  const human = forPerson(io, json);
   return guarded(
     io,
     async () => {
       const { config, logger } = commandContext(flags, { db: true }, io.signal);
+      const scope = runScope(config);
       const statuses = await withDatabase(config, logger, 1, async (pool) => {
-        const scope = runScope(config);
-        if (!all) return [await readSchemaStatus(pool, scope)];
+        if (!(await schemaExists(pool, scope.schema))) return null;
         const orgs = await readOrganizations(pool, scope.schema);
+        if (!all && orgs.length > 0 && !orgs.includes(scope.org)) {
+          throw new ConfigError(
+            'CONFIG_INVALID',
+            `organization ${JSON.stringify(scope.org)} has nothing in schema ${JSON.stringify(scope.schema)}, which holds ${orgs.join(', ')}: check ${SETTINGS.organization.env} (${SETTINGS.organization.flag})`,
+          );
+        }
         const found: SchemaStatus[] = [];
-        for (const org of orgs) found.push(await readSchemaStatus(pool, { schema: scope.schema, org }));
+        for (const org of all ? orgs : [scope.org]) {
+          found.push(await readSchemaStatus(pool, { schema: scope.schema, org }));
+        }
         return found;
       });
+      if (statuses === null || statuses.length === 0) {
+        if (human) {
+          io.stdout.write(
+            `${describeScope(scope.schema, all ? DEFAULT_ORGANIZATION : scope.org)}: nothing loaded yet${statuses === null ? ' (the schema is made by the first backfill, sync or migrate; check --schema if one was)' : ''}\n`,
+          );
+        } else {
+          io.stdout.write(`${JSON.stringify(nothingLoaded(scope.schema, scope.org))}\n`);
+        }
+        return;
+      }
       for (const status of statuses) {
-        if (json) io.stdout.write(`${JSON.stringify(status)}\n`);
-        else writeStatus(io, status);
+        if (human) writeStatus(io, status);
+        else io.stdout.write(`${JSON.stringify(status)}\n`);
       }
     },
-    json ? 'status' : undefined,
+    human ? undefined : 'status',
   );
+}
+
+/** The status of an organization with nothing loaded yet (its schema may not exist). */
+function nothingLoaded(schema: string, organization: string): SchemaStatus {
+  return {
+    schema,
+    organization,
+    cursor: null,
+    filters: null,
+    fields: null,
+    run: null,
+    runs: [],
+    windows: { total: 0, loaded: 0, failed: 0, inProgress: 0, interrupted: 0, superseded: 0 },
+    windowsWithRows: 0,
+    posts: 0,
+    details: [],
+  };
+}
+
+/** `schema s`, or `organization o of schema s` for an organization other than the default. */
+function describeScope(schema: string, organization: string): string {
+  return organization === DEFAULT_ORGANIZATION
+    ? `schema ${schema}`
+    : `organization ${organization} of schema ${schema}`;
 }
 
 function writeStatus(io: Io, status: SchemaStatus): void {
@@ -234,10 +280,7 @@ function writeStatus(io: Io, status: SchemaStatus): void {
     runs.length === 0
       ? 'no run in progress'
       : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
-  const where =
-    status.organization === DEFAULT_ORGANIZATION
-      ? `schema ${status.schema}`
-      : `organization ${status.organization} of schema ${status.schema}`;
+  const where = describeScope(status.schema, status.organization);
   io.stdout.write(
     `${where}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
   );

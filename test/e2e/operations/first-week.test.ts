@@ -13,7 +13,7 @@ import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { snapshotSchema } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
-import { runOnTerminal } from '../../helpers/terminal.js';
+import { runOnTerminal, terminalLines } from '../../helpers/terminal.js';
 import { TODAY, testNow } from '../../helpers/today.js';
 
 // What a new user met in their first week (issue #43), each through the built CLI.
@@ -149,5 +149,39 @@ describe('a --to after today (3)', () => {
     );
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain(`--from ${addDays(TODAY, 1)} is after today (${TODAY}, UTC)`);
+  });
+});
+
+describe('status follows the terminal and pipe rule, and says what it finds (5)', () => {
+  it('piped: JSON, as --json; on a terminal: text', async () => {
+    const schema = 'status_piped';
+    await load(schema);
+    const piped = await runCli(['status'], env(schema));
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.summary).toMatchObject({ schema, organization: 'default', windows: { loaded: 3 } });
+    const text = await runOnTerminal(['status'], env(schema));
+    expect(text.code, text.output).toBe(0);
+    expect(terminalLines(text.output)[0]).toMatch(/^schema status_piped: 3 windows loaded, 0 failed/);
+  });
+
+  it('a schema not made yet: nothing loaded yet, exit 0', async () => {
+    const text = await runOnTerminal(['status'], env('not_made'));
+    expect(text.code, text.output).toBe(0);
+    expect(terminalLines(text.output)[0]).toContain('schema not_made: nothing loaded yet');
+  });
+
+  it('an organization the schema does not hold: exit 2, naming those it holds', async () => {
+    const schema = 'status_orgs';
+    const run = await runCli(
+      ['backfill', '--from', FROM, '--to', TO],
+      env(schema, { POST_REPORTS_ORGANIZATION: 'acme' }),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const unknown = await runCli(['status', '--organization', 'globex'], env(schema));
+    expect(unknown.code, unknown.stderr).toBe(2);
+    expect(unknown.stderr).toContain(
+      'organization "globex" has nothing in schema "status_orgs", which holds acme: check POST_REPORTS_ORGANIZATION (--organization)',
+    );
+    expect(unknown.summary).toMatchObject({ command: 'status', exitCode: 2 });
   });
 });

@@ -66,9 +66,9 @@ describe('every command in both forms: for a person on a terminal, JSON with --j
     expect(
       (await runCli(['backfill', '--from', addDays(TODAY, -2), '--to', addDays(TODAY, 4)], env)).code,
     ).toBe(0);
-    const status = await runCli(['status'], env);
-    expect(status.code, status.stderr).toBe(0);
-    const [head, ...windows] = status.stdout.trim().split('\n');
+    const status = await runOnTerminal(['status'], env);
+    expect(status.code, status.output).toBe(0);
+    const [head, ...windows] = terminalLines(status.output);
     expect(head).toMatch(/^schema open_status: 1 window loaded \(1 open\), 0 failed, /);
     expect(windows).toHaveLength(1);
     expect(windows[0]).toContain(`open (through ${addDays(TODAY, -1)})`);
@@ -82,10 +82,10 @@ describe('every command in both forms: for a person on a terminal, JSON with --j
       try {
         await run.waitForOutput('"msg":"report created"');
         const runId = /"runId":"([0-9a-f-]{36})"/.exec(run.stderrSoFar())?.[1] ?? '';
-        const status = await runCli(['status'], env);
-        expect(status.code, status.stderr).toBe(0);
+        const status = await runOnTerminal(['status'], env);
+        expect(status.code, status.output).toBe(0);
         const name = `run ${runId.slice(0, 8)}, pid ${run.child.pid} on `;
-        const [head, ...windows] = status.stdout.trim().split('\n');
+        const [head, ...windows] = terminalLines(status.output);
         expect(head).toContain(`a run in progress (${name}`);
         expect(head).not.toContain('PostgreSQL backend');
         const claimed = windows.filter((line) => line.includes('in progress'));

@@ -5,6 +5,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { CLI, runCli, startCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { runOnTerminal, terminalLines } from '../../helpers/terminal.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
@@ -73,9 +74,9 @@ describe('status tells the truth (the built CLI)', () => {
       expect(loaded + failed + inProgress + interrupted + superseded).toBe(total);
       expect(total).toBe(after.details.length);
 
-      const text = await runCli(['status'], env);
-      expect(text.stdout).toMatch(/0 in progress, [1-9]\d* interrupted; \d+ posts; .*; no run in progress\n/);
-      expect(text.stdout).toMatch(/\n2026-06-01\.\.2026-06-07 {2}interrupted /);
+      const text = terminalLines((await runOnTerminal(['status'], env)).output);
+      expect(text[0]).toMatch(/0 in progress, [1-9]\d* interrupted; \d+ posts; .*; no run in progress$/);
+      expect(text.some((line) => /^2026-06-01\.\.2026-06-07 {2}interrupted /.test(line))).toBe(true);
 
       sim.setFaults({ reportStatusOverride: null });
       const done = await runCli(args, env);
