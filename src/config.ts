@@ -942,6 +942,27 @@ function plaintextHost(url: string, env: RawSettings): string | undefined {
   return host;
 }
 
+const ENCODE_HINT =
+  'a user name or password holding @, #, / or ? must be percent-encoded (%40, %23, %2F, %3F), or the password left out for PGPASSWORD or ~/.pgpass';
+
+/**
+ * Why a connection string would not be read as its writer meant (a password's unencoded # or / moves the host),
+ * or undefined. Never quotes the string: it may hold the password.
+ */
+function misreadUrl(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `does not parse as a URL: ${ENCODE_HINT}`;
+  }
+  if (parsed.hash !== '' || parsed.pathname.includes('@') || parsed.search.includes('@')) {
+    // The host it reads may be a piece of the password: not quoted.
+    return `does not read as meant (a # or an @ after the host): ${ENCODE_HINT}`;
+  }
+  return undefined;
+}
+
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /** True for a host that never leaves this machine. */
@@ -1162,6 +1183,8 @@ function dbConfig(env: RawSettings, flags: Flags, problems: Problems): DbConfig 
   } else if (!/^postgres(ql)?:\/\//.test(given.value)) {
     problems.add(`${given.source} must start with postgres:// or postgresql://`);
   } else {
+    const misread = misreadUrl(given.value);
+    if (misread !== undefined) problems.add(`${given.source} ${misread}`);
     url = withPasswordFromFile(given.value, env, flags, problems);
     const clear = plaintextHost(given.value, env);
     if (clear !== undefined && !boolean('allowPlaintextDatabase', env, flags, problems)) {

@@ -105,6 +105,11 @@ export class ApiClient {
     }
   }
 
+  /** The API's base URL (never carries credentials: config refuses them). */
+  get baseUrl(): URL {
+    return this.#config.baseUrl;
+  }
+
   /** GET a JSON resource below the base URL (`path` relative to it, e.g. `reports/posts/dimensions`). */
   async getJson(path: string, options: RequestOptions = {}): Promise<unknown> {
     return this.parse(await this.request('GET', path, undefined, options));

@@ -33,9 +33,46 @@ export async function fetchDimensions(client: ApiClient, signal?: AbortSignal): 
         { status: 404, ...(error.endpoint === undefined ? {} : { endpoint: error.endpoint }), cause: error },
       );
     }
-    throw error;
+    throw unreachable(error, client.baseUrl) ?? error;
   });
   return parseDimensions(body);
+}
+
+/** The system error code (ENOTFOUND, ECONNREFUSED) somewhere in an error's causes. */
+function systemCode(error: unknown): string | undefined {
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth += 1) {
+    const code = (at as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * The first request of a command never reached the API, after its retries: said in one line naming the setting
+ * and what to check. A host that does not resolve is a person's to fix (API_NOT_FOUND, exit 2); a refused or cut
+ * connection may pass, and keeps its code.
+ */
+function unreachable(error: unknown, baseUrl: URL): ApiError | undefined {
+  if (!(error instanceof ApiError) || error.code !== 'API_NETWORK_ERROR') return undefined;
+  const code = systemCode(error);
+  const where = `${SETTINGS.baseUrl.env} (${SETTINGS.baseUrl.flag})`;
+  const host = baseUrl.host;
+  const details = { ...(error.endpoint === undefined ? {} : { endpoint: error.endpoint }), cause: error };
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new ApiError(
+      'API_NOT_FOUND',
+      `cannot reach the API: its host ${JSON.stringify(baseUrl.hostname)} does not resolve (${code}): check the host name in ${where}, and the DNS or proxy this machine uses`,
+      details,
+    );
+  }
+  if (code === 'ECONNREFUSED') {
+    return new ApiError(
+      'API_NETWORK_ERROR',
+      `cannot reach the API: ${host} refused the connection (${code}): check the port in ${where}, that the API is up, and any proxy or firewall on the way`,
+      details,
+    );
+  }
+  return undefined;
 }
 
 /** The dimensions response in the connector's shape; DataError('PAGE_MALFORMED') naming what is wrong. */

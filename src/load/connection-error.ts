@@ -28,7 +28,7 @@ export function connectionError(url: string, error: unknown): EtlError {
   if (refusal === 'DB_LOGIN_REJECTED') {
     return new StoreError(
       'DB_LOGIN_REJECTED',
-      `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}`,
+      `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}: check the user and password of ${SETTINGS.databaseUrl.env} (a password's @, #, / or ? percent-encoded), PGPASSWORD or ~/.pgpass`,
       { cause: error },
     );
   }
@@ -36,6 +36,18 @@ export function connectionError(url: string, error: unknown): EtlError {
     return new StoreError(
       'DB_NOT_FOUND',
       `PostgreSQL at ${where} has no database ${JSON.stringify(database)}: create it, or correct ${SETTINGS.databaseUrl.env} (${SETTINGS.databaseUrl.flag})`,
+      { cause: error },
+    );
+  }
+  // pg's own words when the server asks for a password (SCRAM, md5) and the connection string gives none.
+  if (
+    /client password must be a string|password must be a string|no password (was )?(supplied|given)/i.test(
+      reason,
+    )
+  ) {
+    return new StoreError(
+      'DB_LOGIN_REJECTED',
+      `PostgreSQL at ${where} asks for a password and none was given: put it in ${SETTINGS.databaseUrl.env} (percent-encoded), or set PGPASSWORD, or add a line to ~/.pgpass (${SETTINGS.passwordFile.env})`,
       { cause: error },
     );
   }

@@ -75,9 +75,36 @@ const CHECKED_OUT = Symbol('post-reports-etl checked out');
  * terminated backend, a restarted server or a network cut is logged on one line without the connection string,
  * and whoever holds the connection learns it from its next query (the pool replaces an idle one).
  */
+/**
+ * A client that closes its socket when it cannot log in. pg leaves it open when the login fails on the client's
+ * side (a server asking for a password the connection string does not give): the server then keeps it until its
+ * authentication timeout, and the process, done, waits for it.
+ */
+class ClosingClient extends pg.Client {
+  override connect(): Promise<pg.Client>;
+  override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
+  override connect(
+    callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void),
+  ): Promise<pg.Client> | undefined {
+    if (callback === undefined) {
+      return super.connect().catch((error: unknown) => {
+        this.end().catch(() => {});
+        throw error;
+      });
+    }
+    const told = callback as (err: Error | null, c?: pg.Client) => void;
+    super.connect((error: Error | null) => {
+      if (error) this.end().catch(() => {});
+      told(error, this);
+    });
+    return undefined;
+  }
+}
+
 export function createPool(db: DbConfig, logger: Logger, options: PoolOptions = {}): pg.Pool {
   const setup = sessionSettings(db);
   const pool = new pg.Pool({
+    Client: ClosingClient,
     connectionString: db.url.reveal(),
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'post-reports-etl',

@@ -11,6 +11,8 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { freePort } from '../../helpers/free-port.js';
+import { startPasswordServer } from '../../helpers/password-server.js';
 import { snapshotSchema } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
 import { runOnTerminal, terminalLines } from '../../helpers/terminal.js';
@@ -183,5 +185,55 @@ describe('status follows the terminal and pipe rule, and says what it finds (5)'
       'organization "globex" has nothing in schema "status_orgs", which holds acme: check POST_REPORTS_ORGANIZATION (--organization)',
     );
     expect(unknown.summary).toMatchObject({ command: 'status', exitCode: 2 });
+  });
+});
+
+describe('connection problems say what to do (6)', () => {
+  it('a server asking for a password the URL does not give: one line naming where to put it, exit 2', async () => {
+    const server = await startPasswordServer({ scram: true });
+    try {
+      const url = `postgres://someone@127.0.0.1:${server.port}/x`;
+      for (const args of [['status'], ['backfill', '--from', FROM, '--to', TO]]) {
+        const run = await runCli(args, env('no_password', { DATABASE_URL: url }));
+        expect(run.code, run.stderr).toBe(2);
+        expect(run.stderr).toContain('asks for a password and none was given');
+        expect(run.stderr).toContain('PGPASSWORD');
+        expect(run.stderr).not.toContain('SASL');
+      }
+    } finally {
+      server.close();
+    }
+  });
+
+  it('an unencoded # in the password: refused before connecting, the password not shown, exit 2', async () => {
+    const run = await runCli(
+      ['status'],
+      env('misread', { DATABASE_URL: 'postgres://me:p@ss#w0rdXyz@127.0.0.1:5432/x' }),
+    );
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('must be percent-encoded (%40, %23, %2F, %3F)');
+    expect(run.stderr).not.toContain('ENOTFOUND');
+    expect(run.stderr).not.toContain('w0rdXyz');
+  });
+
+  it('an API host that does not resolve (exit 2) or refuses (exit 1): the setting named, what to check', async () => {
+    const quick = { POST_REPORTS_MAX_ATTEMPTS: '2', POST_REPORTS_RETRY_MIN_DELAY_MS: '1' };
+    const unknown = await runCli(
+      ['dimensions'],
+      env('api', { ...quick, POST_REPORTS_BASE_URL: 'https://no-such-host.invalid/v4' }),
+    );
+    expect(unknown.code, unknown.stderr).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /cannot reach the API: its host "no-such-host.invalid" does not resolve \(E[A-Z_]+\): check the host name in POST_REPORTS_BASE_URL \(--base-url\)/,
+    );
+    const port = await freePort();
+    const refused = await runCli(
+      ['dimensions'],
+      env('api', { ...quick, POST_REPORTS_BASE_URL: `http://127.0.0.1:${port}/v4` }),
+    );
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.stderr).toContain(
+      `cannot reach the API: 127.0.0.1:${port} refused the connection (ECONNREFUSED): check the port in POST_REPORTS_BASE_URL (--base-url)`,
+    );
   });
 });
