@@ -473,13 +473,60 @@ export type Flags = Partial<Record<SettingName, string>>;
  * and `process.env` is not modified. This is the only place that reads `process.env`.
  */
 export function readEnvironment(dotenvPath = '.env'): RawSettings {
-  let fromFile: Record<string, string> = {};
+  return Object.freeze({ ...readDotenv(dotenvPath), ...process.env });
+}
+
+/** The variables of a `.env` file; none when there is no such file. */
+function readDotenv(dotenvPath: string): Record<string, string> {
   try {
-    fromFile = parseDotenv(readFileSync(dotenvPath));
+    return parseDotenv(readFileSync(dotenvPath));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return {};
   }
-  return Object.freeze({ ...fromFile, ...process.env });
+}
+
+/** Where a setting's value came from, in the order they win. */
+export type SettingSource = 'flag' | 'environment' | '.env' | 'config file' | 'default';
+
+/** A setting as a run would read it: its value (unredacted: the caller redacts) and where it came from. */
+export interface SettingInForce {
+  readonly name: SettingName;
+  readonly env: string;
+  readonly flag?: string;
+  /** Undefined when it is not set and has no default. */
+  readonly value?: string;
+  readonly source?: SettingSource;
+}
+
+/**
+ * Every setting as parseConfig would read it from these flags, the process environment, the `.env` file and the
+ * configuration file, and the source each value came from (`config`, `doctor`). A configuration file that cannot be
+ * read throws as parseConfig does.
+ */
+export function settingsInForce(flags: Flags, dotenvPath = '.env'): SettingInForce[] {
+  const dotenv = readDotenv(dotenvPath);
+  const given = (text: string | undefined): text is string => text !== undefined && text.trim() !== '';
+  const fileName =
+    flags.configFile ?? process.env[SETTINGS.configFile.env] ?? dotenv[SETTINGS.configFile.env];
+  const file = given(fileName) ? readSettingsFile(fileName) : {};
+  return (Object.keys(SETTINGS) as SettingName[]).map((name) => {
+    const spec: SettingSpec = SETTINGS[name];
+    const found: [string | undefined, SettingSource][] = [
+      [flags[name], 'flag'],
+      [process.env[spec.env], 'environment'],
+      [dotenv[spec.env], '.env'],
+      [file[spec.env], 'config file'],
+      [spec.default, 'default'],
+    ];
+    const hit = found.find(([value]) => given(value));
+    return {
+      name,
+      env: spec.env,
+      ...(spec.flag === undefined ? {} : { flag: spec.flag }),
+      ...(hit === undefined ? {} : { value: (hit[0] as string).trim(), source: hit[1] }),
+    };
+  });
 }
 
 /** Response bodies a window holds at once: the page read, the next one downloading, a status poll's. */

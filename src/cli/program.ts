@@ -304,7 +304,28 @@ function adminCommandsOf(io: Io): Command[] {
     });
   });
 
-  return [migrate, status, plan, dimensions, renameOrganization];
+  const configFlags = [
+    ...API_FLAGS,
+    ...DB_FLAGS,
+    ...RUN_FLAGS,
+    'lookbackDays',
+    'startDate',
+    ...COMMON_FLAGS,
+  ] as const;
+  const config = addSettingFlags(
+    withExample(new Command('config'), 'config --schema post_reports')
+      .alias('doctor')
+      .description(
+        'Show every setting in force, its value (secrets hidden) and where it came from, then check the API, the token, the database, the privileges and the pooler, one line each (exit 0 all well, 2 to fix)',
+      )
+      .addOption(jsonOption()),
+    configFlags,
+  ).action(async (options: Record<string, unknown>) => {
+    const { configCommand } = await import('./config-command.js');
+    process.exitCode = await configCommand(io, collectFlags(options, configFlags), options.json === true);
+  });
+
+  return [migrate, status, plan, dimensions, renameOrganization, config];
 }
 
 function simulatorCommandOf(io: Io): Command {

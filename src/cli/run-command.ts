@@ -1,4 +1,5 @@
 import type { Flags, RawSettings } from '../config.js';
+import { databaseWhere } from '../load/connection-error.js';
 import { backfill } from '../pipeline/backfill.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
@@ -9,10 +10,12 @@ import { createProgressReporter } from './progress-reporter.js';
 import {
   classify,
   closingSentence,
+  describeTarget,
   failureSummary,
   type Io,
   printError,
   printSummary,
+  type RunTarget,
 } from './run-output.js';
 
 export interface RunArgs {
@@ -69,6 +72,7 @@ export async function runWithProgress(
   let scrub = (text: string): string => text;
   // Known once the settings are read: a run whose settings are wrong has nowhere to write its metrics.
   let metrics: { readonly path: string; readonly target: MetricsTarget } | undefined;
+  let target: RunTarget | undefined;
   try {
     const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
     const context = commandContext(settings, { api: true, db: true }, signal, {
@@ -83,6 +87,13 @@ export async function runWithProgress(
         target: { schema: context.config.db.schema, organization: context.config.db.organization },
       };
     }
+    const { config } = context;
+    target = {
+      database: databaseWhere(config.db.url.reveal()),
+      schema: config.db.schema,
+      organization: config.db.organization,
+    };
+    context.logger.info(target, `loading into ${describeTarget(target)}`);
     if (args.reset === true) {
       // Loaded when asked for, as the live bar is: a scheduled run does not load a prompt.
       const { confirmReset } = await import('./reset-confirm.js');
@@ -112,8 +123,8 @@ export async function runWithProgress(
     }
     // A person at a terminal reads a sentence; the JSON line below is for the scheduler.
     const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
-    if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary)}\n`);
-    if (print) printSummary(io, summary, scrub);
+    if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary, target)}\n`);
+    if (print) printSummary(io, { ...summary, ...target }, scrub);
     await writeMetrics(io, metrics, summary);
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
@@ -121,7 +132,7 @@ export async function runWithProgress(
     const cause = signal.aborted ? signal.reason : error;
     printError(io, error, scrub);
     // The exit code is the signal's when one stopped the run; the message is the error's own.
-    if (print) printSummary(io, failureSummary(command, cause, started, error), scrub);
+    if (print) printSummary(io, { ...failureSummary(command, cause, started, error), ...target }, scrub);
     const { exitCode } = classify(cause);
     await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started });
     return { exitCode };

@@ -64,12 +64,25 @@ export function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
-/** The end of a run in a sentence a person reads: what was loaded, and what to do about what was not. */
-export function closingSentence(summary: RunSummary): string {
+/** Where a run writes: the database (host:port/database, no user or password), the schema and the organization. */
+export interface RunTarget {
+  readonly database: string;
+  readonly schema: string;
+  readonly organization: string;
+}
+
+/** The target as a sentence names it: `schema s (organization o) of host:port/database`. */
+export function describeTarget(target: RunTarget): string {
+  return `schema ${target.schema} (organization ${target.organization}) of ${target.database}`;
+}
+
+/** The end of a run in a sentence a person reads: what was loaded where, and what to do about what was not. */
+export function closingSentence(summary: RunSummary, target?: RunTarget): string {
   const { windows } = summary;
   const range = summary.from === null ? '' : `, ${summary.from} to ${summary.to}`;
+  const into = target === undefined ? '' : ` into ${describeTarget(target)}`;
   const parts = [
-    `Loaded ${plural(summary.posts, 'post')} in ${plural(windows.loaded, 'window')}${range}, in ${(summary.durationMs / 1000).toFixed(1)} s.`,
+    `Loaded ${plural(summary.posts, 'post')} in ${plural(windows.loaded, 'window')}${range}${into}, in ${(summary.durationMs / 1000).toFixed(1)} s.`,
   ];
   if (windows.skipped > 0) parts.push(`${plural(windows.skipped, 'window')} already loaded, skipped.`);
   if (windows.byOthers > 0) parts.push(`${plural(windows.byOthers, 'window')} loaded by another run.`);

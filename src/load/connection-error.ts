@@ -13,12 +13,10 @@ import { sqlState } from './pg-error-codes.js';
 export function connectionError(url: string, error: unknown): EtlError {
   if (error instanceof EtlError) return error;
   const state = sqlState(error);
-  let where: string = SETTINGS.databaseUrl.env;
+  const where = databaseWhere(url);
   let database = '';
   try {
-    const parsed = new URL(url);
-    database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
-    where = `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
+    database = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
   } catch {
     // An unparsable URL: the reason below says why.
   }
@@ -58,4 +56,17 @@ export function connectionError(url: string, error: unknown): EtlError {
     `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${deadlineHint(error)}`,
     { cause: error },
   );
+}
+
+/**
+ * Where a connection string leads, as every message and summary names it: `host:port/database`, never the user or
+ * the password; the variable's name when it does not parse.
+ */
+export function databaseWhere(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
+  } catch {
+    return SETTINGS.databaseUrl.env;
+  }
 }

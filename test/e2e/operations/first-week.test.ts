@@ -237,3 +237,69 @@ describe('connection problems say what to do (6)', () => {
     );
   });
 });
+
+describe('where a run wrote, and every setting in force (4)', () => {
+  it('the summary line and the closing sentence name the database, schema and organization', async () => {
+    const where = new URL(db.url);
+    const database = `${where.hostname}:${where.port}${where.pathname}`;
+    const piped = await runCli(
+      ['backfill', '--from', FROM, '--to', TO],
+      env('where_wrote', { POST_REPORTS_ORGANIZATION: 'acme' }),
+    );
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.summary).toMatchObject({ database, schema: 'where_wrote', organization: 'acme' });
+    expect(piped.stderr).toContain(`loading into schema where_wrote (organization acme) of ${database}`);
+    const shown = await runOnTerminal(['backfill', '--from', FROM, '--to', TO, '--reload'], {
+      ...env('where_wrote', { POST_REPORTS_ORGANIZATION: 'acme' }),
+      LOG_FORMAT: 'auto',
+    });
+    expect(shown.code, shown.output).toBe(0);
+    expect(terminalLines(shown.output).join('\n')).toMatch(
+      new RegExp(
+        `Loaded \\d+ posts in 3 windows, ${FROM} to ${TO} into schema where_wrote \\(organization acme\\) of ${database.replaceAll('.', '\\.')}, in`,
+      ),
+    );
+  });
+
+  it('config: each setting, its value with secrets hidden, its source; then the checks, exit 0 or 2', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'first-week-config-'));
+    await writeFile(join(dir, '.env'), 'POST_REPORTS_BRANDS=Atlas Athletics\n');
+    await writeFile(join(dir, 'settings.json'), JSON.stringify({ POST_REPORTS_WINDOW_DAYS: 14 }));
+    const url = new URL(db.url);
+    url.password = 'S3cretPw';
+    const base = env('config_shown', {
+      DATABASE_URL: url.toString(),
+      POST_REPORTS_CONFIG: join(dir, 'settings.json'),
+    });
+    const run = await runCli(['config', '--concurrency', '2'], base, { cwd: dir });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).not.toContain('S3cretPw');
+    expect(run.stdout).not.toContain(sim.token);
+    const report = run.summary as {
+      settings: { env: string; value: string | null; source: string | null }[];
+      checks: { check: string; ok: boolean | null }[];
+    };
+    const setting = (name: string) => report.settings.find((s) => s.env === name);
+    expect(setting('POST_REPORTS_CONCURRENCY')).toMatchObject({ value: '2', source: 'flag' });
+    expect(setting('POST_REPORTS_SCHEMA')).toMatchObject({ value: 'config_shown', source: 'environment' });
+    expect(setting('POST_REPORTS_BRANDS')).toMatchObject({ value: 'Atlas Athletics', source: '.env' });
+    expect(setting('POST_REPORTS_WINDOW_DAYS')).toMatchObject({ value: '14', source: 'config file' });
+    expect(setting('POST_REPORTS_LOOKBACK_DAYS')).toMatchObject({ value: '3', source: 'default' });
+    expect(setting('POST_REPORTS_TOKEN')).toMatchObject({ value: '(set, hidden)', source: 'environment' });
+    expect(setting('DATABASE_URL')?.value).toContain(':***@');
+    expect(report.checks.map((c) => [c.check, c.ok])).toEqual([
+      ['configuration', true],
+      ['api', true],
+      ['token', true],
+      ['database', true],
+      ['privileges', true],
+      ['pooler', true],
+    ]);
+
+    const rejected = await runOnTerminal(['doctor'], { ...base, POST_REPORTS_TOKEN: 'not-the-token' });
+    expect(rejected.code, rejected.output).toBe(2);
+    const lines = terminalLines(rejected.output);
+    expect(lines.find((l) => l.includes('FAIL'))).toMatch(/^FAIL {2}token {9}.*rejected the token/);
+    expect(lines.find((l) => /^ok {4}database {6}/.test(l))).toBeDefined();
+  });
+});

@@ -41,7 +41,7 @@ describe('a terminal gets a compact log, the bar and a closing sentence (the bui
     const summary = terminalSummary(result.output) as unknown as RunSummary;
     expect(summary).toMatchObject({ status: 'succeeded', windows: { loaded: 5 } });
     expect(result.output).toContain(
-      `Loaded ${summary.posts} posts in 5 windows, ${FROM} to ${TO}, in ${(summary.durationMs / 1000).toFixed(1)} s.`,
+      `Loaded ${summary.posts} posts in 5 windows, ${FROM} to ${TO} into schema on_terminal (organization default) of ${new URL(db.url).host}${new URL(db.url).pathname}, in ${(summary.durationMs / 1000).toFixed(1)} s.`,
     );
   });
 

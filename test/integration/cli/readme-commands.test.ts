@@ -4,6 +4,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { runOnTerminal } from '../../helpers/terminal.js';
 
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 const COMMANDS = ['demo', 'backfill', 'sync', 'migrate', 'status', 'dimensions', 'simulator'];
@@ -51,9 +52,9 @@ describe("the README's CLI examples, against the simulator", () => {
     const backfill = await runCli(['backfill', '--from', '2026-01-05', '--to', '2026-01-11'], env);
     expect(backfill.code).toBe(0);
 
-    const status = await runCli(['status'], env);
+    const status = await runOnTerminal(['status'], env);
     expect(status.code).toBe(0);
-    expect(status.stdout).toContain(
+    expect(status.output).toContain(
       'schema readme: 1 window loaded, 0 failed, 0 in progress, 0 interrupted; 35 posts',
     );
     const json = await runCli(['status', '--json'], env);
