@@ -391,8 +391,13 @@ async function planOrganization(
     const rows = w.rows === null ? '' : `  rows ${w.rows}`;
     const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
     const error = w.lastError === null ? '' : `  ${w.lastError}`;
+    const replaces =
+      w.replaces.length === 0
+        ? ''
+        : `  replaces ${w.replaces.map((r) => `${r.start}..${r.end} (${plural(r.rows, 'row')})`).join(', ')}`;
+    const outside = w.outsideRange ? '  outside the range asked for: the rest of the window it replaces' : '';
     io.stdout.write(
-      `${w.start}..${w.end}  ${(w.load ? 'load' : 'skip').padEnd(4)}  ${state.padEnd(11)}${rows}${by}${error}\n`,
+      `${w.start}..${w.end}  ${(w.load ? 'load' : 'skip').padEnd(4)}  ${state.padEnd(11)}${rows}${by}${error}${replaces}${outside}\n`,
     );
   }
 }

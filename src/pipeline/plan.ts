@@ -34,6 +34,16 @@ export interface PlannedWindow extends Window {
   readonly lastError: string | null;
   /** The live process working on it now. */
   readonly claimedBy: LockHolder | null;
+  /**
+   * Loaded windows of other extents it overlaps: loading it replaces each whole (their dates beyond it are loaded
+   * in the same commit, as windows of their own), with the rows they hold now.
+   */
+  readonly replaces: readonly (Window & { readonly rows: number })[];
+  /**
+   * Whether its dates are outside the range asked for: the rest of a loaded window that a window of the range
+   * replaces, loaded again with it so that no date is lost.
+   */
+  readonly outsideRange: boolean;
 }
 
 interface SchemaState {
@@ -79,6 +89,17 @@ export async function planRun(
       rows: recorded?.rowCount ?? null,
       lastError: recorded?.lastError ?? null,
       claimedBy,
+      replaces: from.windows
+        .filter(
+          (w) =>
+            w.rowCount !== null &&
+            w.status !== 'superseded' &&
+            w.start <= window.end &&
+            window.start <= w.end &&
+            !(w.start === window.start && w.end === window.end),
+        )
+        .map((w) => ({ start: w.start, end: w.end, rows: w.rowCount ?? 0 })),
+      outsideRange: window.end < range.from || window.start > range.to,
     };
   });
 }

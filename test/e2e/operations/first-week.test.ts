@@ -303,3 +303,40 @@ describe('where a run wrote, and every setting in force (4)', () => {
     expect(lines.find((l) => /^ok {4}database {6}/.test(l))).toBeDefined();
   });
 });
+
+describe('plan says what it would replace (8)', () => {
+  it('a range that cuts a loaded week: the week named as replaced with its rows, its other dates as outside the range', async () => {
+    const schema = 'plan_off_grid';
+    const loaded = await runCli(['backfill', '--from', '2026-11-02', '--to', '2026-11-08'], env(schema));
+    expect(loaded.code, loaded.stderr).toBe(0);
+    const rows = summaryOf(loaded).posts;
+    const plan = await runCli(['plan', '--from', '2026-10-01', '--to', '2026-11-05'], env(schema));
+    expect(plan.code, plan.stderr).toBe(0);
+    const windows = plan.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const week = { start: '2026-11-02', end: '2026-11-08', rows };
+    expect(windows.find((w) => w.start === '2026-11-02')).toMatchObject({
+      end: '2026-11-05',
+      load: true,
+      replaces: [week],
+      outsideRange: false,
+    });
+    expect(windows.find((w) => w.start === '2026-11-06')).toMatchObject({
+      end: '2026-11-08',
+      replaces: [week],
+      outsideRange: true,
+    });
+    expect(windows.filter((w) => w.outsideRange === true)).toHaveLength(1);
+    const text = terminalLines(
+      (await runOnTerminal(['plan', '--from', '2026-10-01', '--to', '2026-11-05'], env(schema))).output,
+    );
+    expect(text.find((l) => l.startsWith('2026-11-02..2026-11-05'))).toMatch(
+      new RegExp(
+        `^2026-11-02\\.\\.2026-11-05  load  todo +replaces 2026-11-02\\.\\.2026-11-08 \\(${rows} rows\\)$`,
+      ),
+    );
+    expect(text.find((l) => l.startsWith('2026-11-06..2026-11-08'))).toContain('outside the range asked for');
+  });
+});
