@@ -120,6 +120,8 @@ export interface RunConfig {
 export interface LogConfig {
   readonly level: string;
   readonly format: 'json' | 'pretty' | 'auto';
+  /** Colour in the log lines of a terminal: false with NO_COLOR or --no-color. Absent: true. */
+  readonly color?: boolean;
 }
 
 export interface Config {
@@ -448,6 +450,11 @@ export const SETTINGS = {
     placeholder: '<level>',
     default: 'info',
     description: 'pino level',
+  },
+  noColor: {
+    env: 'NO_COLOR',
+    flag: '--no-color',
+    description: 'No colour in the log lines on a terminal (the variable: any value, as no-color.org has it)',
   },
   logFormat: {
     env: 'LOG_FORMAT',
@@ -1321,7 +1328,7 @@ function fieldSelection(env: RawSettings, flags: Flags, problems: Problems): Fie
 }
 
 function logConfig(env: RawSettings, flags: Flags, problems: Problems): LogConfig {
-  const level = raw('logLevel', env, flags) ?? 'info';
+  const level = (raw('logLevel', env, flags) ?? 'info').toLowerCase();
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level)) {
     problems.add(
       `${where('logLevel')} must be one of fatal, error, warn, info, debug, trace, silent; got ${JSON.stringify(level)}`,
@@ -1331,7 +1338,9 @@ function logConfig(env: RawSettings, flags: Flags, problems: Problems): LogConfi
   if (format !== 'json' && format !== 'pretty' && format !== 'auto') {
     problems.add(`${SETTINGS.logFormat.env} must be json, pretty or auto, got ${JSON.stringify(format)}`);
   }
-  return { level, format: format as LogConfig['format'] };
+  // NO_COLOR: any value that is not empty turns colour off (no-color.org).
+  const noColor = flags.noColor !== undefined || (env[SETTINGS.noColor.env] ?? '') !== '';
+  return { level, format: format as LogConfig['format'], color: !noColor };
 }
 
 function deepFreeze<T>(value: T): T {

@@ -10,6 +10,8 @@ export interface LoggerOptions {
   level?: string;
   /** Human-readable output (pino-pretty); JSON otherwise. */
   pretty?: boolean;
+  /** Colour in human-readable output (default true; NO_COLOR turns it off). */
+  color?: boolean;
   /** Secrets scrubbed from every line in every form (secret.ts secretForms), whatever field they hide in. */
   secrets?: readonly string[];
   /** Defaults to stderr: stdout is reserved for the run summary. */
@@ -33,13 +35,16 @@ const REDACT_PATHS = [
  * list of new columns). In-process and synchronous: a worker-thread transport could lose the last lines when the
  * CLI exits.
  */
-export function prettyDestination(destination: number | NodeJS.WritableStream): DestinationStream {
+export function prettyDestination(
+  destination: number | NodeJS.WritableStream,
+  colorize = true,
+): DestinationStream {
   // Required here, not imported: only a person's terminal needs it, and a scheduled run starts without its code.
   const { build } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
   return build({
     destination,
     sync: true,
-    colorize: true,
+    colorize,
     singleLine: true,
     translateTime: 'HH:MM:ss',
     ignore: 'pid,hostname,runId,command,summary,columns',
@@ -51,7 +56,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const scrubber = new Scrubber(options.secrets ?? []);
   const pretty = options.pretty === true;
   const destination =
-    options.destination ?? (pretty ? prettyDestination(2) : pino.destination({ dest: 2, sync: true }));
+    options.destination ?? (pretty ? prettyDestination(2, options.color ?? true) : pino.destination({ dest: 2, sync: true }));
   // On a terminal, text from the API (ids, statuses, field names, errors) shows its control characters instead of
   // obeying them; JSON lines escape them already.
   const clean = (text: string): string => (pretty ? terminalSafe(scrubber.text(text)) : scrubber.text(text));

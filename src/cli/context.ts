@@ -6,6 +6,7 @@ import {
   parseConfig,
   type RawSettings,
   readEnvironment,
+  SETTINGS,
   unknownVariables,
 } from '../config.js';
 import { EtlError } from '../errors.js';
@@ -29,6 +30,11 @@ export interface ContextOptions {
   readonly env?: RawSettings;
   /** Where log lines go instead of stderr (a live progress display prints them above its bar). */
   readonly logSink?: NodeJS.WritableStream;
+  /**
+   * The log level on a terminal when none is set (flag or environment): a run shows its warnings, its bar and its
+   * closing sentence, its info lines only when asked for (-v, --log-level).
+   */
+  readonly terminalLevel?: string;
 }
 
 /**
@@ -64,11 +70,16 @@ export function commandContext(
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);
   const sink = options.logSink;
+  const levelGiven = flags.logLevel !== undefined || (environment[SETTINGS.logLevel.env] ?? '') !== '';
+  const level =
+    pretty && !levelGiven && options.terminalLevel !== undefined ? options.terminalLevel : config.log.level;
+  const color = config.log.color ?? true;
   const logger = createLogger({
-    level: config.log.level,
+    level,
     pretty,
+    color,
     secrets,
-    ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink) : sink }),
+    ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink, color) : sink }),
   });
   for (const warning of config.warnings ?? []) logger.warn(warning);
   for (const name of unknownVariables(env).unknown) {

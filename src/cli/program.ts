@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
-import { SETTINGS, type SettingName } from '../config.js';
+import { type Flags, SETTINGS, type SettingName } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_FAULTS, REQUEST_FAULTS } from '../simulator/faults.js';
 import { unsupportedNode, VERSION } from '../version.js';
-import { bashCompletion } from './completion.js';
+import { COMPLETION_SHELLS, completionScript } from './completion.js';
 import { interruptSignal } from './context.js';
 import {
   API_ACCESS_FLAGS,
@@ -31,9 +31,26 @@ const jsonOption = () =>
 
 const quietOption = () =>
   new Option(
-    '--quiet',
+    '-q, --quiet',
     'only warnings and errors on stderr (no progress, no closing sentence); the summary line stays',
   );
+
+const verboseOption = () =>
+  new Option('-v, --verbose', 'every log line (level debug), on a terminal too').conflicts('quiet');
+
+const summaryOption = () =>
+  new Option(
+    '--json',
+    'print the JSON summary line on stdout on a terminal too (a pipe or a file always gets it)',
+  );
+
+/** The log level -q and -v stand for, unless --log-level says. */
+function levelFlag(options: Record<string, unknown>): Flags {
+  if (typeof options.logLevel === 'string') return {};
+  if (options.verbose === true) return { logLevel: 'debug' };
+  if (options.quiet === true) return { logLevel: 'warn' };
+  return {};
+}
 
 /** --progress-interval in milliseconds; a bad value is a usage error (exit 2). */
 function progressIntervalMs(io: Io, command: string, options: Record<string, unknown>): number {
@@ -65,7 +82,10 @@ function program(io: Io): Command {
   const root = new Command('post-reports-etl')
     .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
     .version(VERSION, '-V, --version', 'print the version and exit')
-    .addHelpText('after', settingsHelp());
+    .addHelpText(
+      'after',
+      '\nSettings come from flags, the environment, a .env file and a --config file, in that order;\n`post-reports-etl help environment` lists their variables, `post-reports-etl config` those in force.\n',
+    );
   for (const command of [
     demoCommandOf(io),
     ...runCommandsOf(io),
@@ -75,13 +95,42 @@ function program(io: Io): Command {
     root.addCommand(command);
   }
   root.addCommand(
-    withExample(new Command('completion'), 'completion bash >> ~/.bashrc')
-      .description('Print a shell completion script (bash; zsh after bashcompinit)')
-      .argument('[shell]', 'bash', 'bash')
+    withExample(
+      new Command('completion'),
+      'completion bash >> ~/.bashrc',
+      'completion zsh >> ~/.zshrc',
+      'completion fish > ~/.config/fish/completions/post-reports-etl.fish',
+    )
+      .description(`Print a shell completion script (${COMPLETION_SHELLS.join(', ')})`)
+      .argument('[shell]', COMPLETION_SHELLS.join(', '), 'bash')
       .action((shell: string) => {
-        if (shell !== 'bash')
-          failUsage(io, 'completion', `no completion for ${JSON.stringify(shell)}: bash only`);
-        io.stdout.write(bashCompletion(root));
+        const script = completionScript(root, shell);
+        if (script === undefined) {
+          failUsage(
+            io,
+            'completion',
+            `no completion for ${JSON.stringify(shell)}: one of ${COMPLETION_SHELLS.join(', ')}`,
+          );
+        }
+        io.stdout.write(script);
+      }),
+  );
+  // `help environment`: the settings' variables, a topic of their own; `help <command>` as commander's.
+  root.helpCommand(false);
+  root.addCommand(
+    new Command('help')
+      .description("Help on a command, or on a topic: `help environment` lists every setting's variable")
+      .argument('[topic]', 'a command, or environment')
+      .action((topic: string | undefined) => {
+        if (topic === 'environment') {
+          io.stdout.write(settingsHelp());
+          return;
+        }
+        const command = root.commands.find((c) => c.name() === topic || c.aliases().includes(topic ?? ''));
+        if (topic !== undefined && command === undefined) {
+          failUsage(io, 'help', `no command or topic ${JSON.stringify(topic)}: see post-reports-etl --help`);
+        }
+        io.stdout.write((command ?? root).helpInformation());
       }),
   );
   // Usage errors (unknown option, missing argument) share the configuration error's exit code, in every command.
@@ -91,7 +140,13 @@ function program(io: Io): Command {
 /** backfill and sync. */
 function runCommandsOf(io: Io): Command[] {
   const backfill = addSettingFlags(
-    withExample(new Command('backfill'), 'backfill --from 2026-01-01 --to 2026-03-31 --concurrency 4')
+    withExample(
+      new Command('backfill'),
+      'backfill --from 2026-01-01 --to 2026-03-31 --concurrency 4',
+      'backfill --from 2026-01-01 --to 2026-01-31 --brands "Atlas Athletics" --schema atlas',
+      'backfill --from 2026-02-01 --to 2026-02-28 --reload      # load those weeks again',
+      'backfill --from 2026-01-01 --to 2026-03-31 --reset --yes 2>&1 | tee run.log',
+    )
       .description('Load every window of a date range (never moves the incremental cursor)')
       .option('--from <date>', 'first date, YYYY-MM-DD (required)')
       .option('--to <date>', 'last date, YYYY-MM-DD, inclusive (required)')
@@ -105,7 +160,9 @@ function runCommandsOf(io: Io): Command[] {
         'let --reset remove what is loaded without asking (needed when not on a terminal, a pipe or a scheduler)',
       )
       .addOption(progressOption())
-      .addOption(quietOption()),
+      .addOption(quietOption())
+      .addOption(verboseOption())
+      .addOption(summaryOption()),
     [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
     const from = requiredDate(io, 'backfill', options, 'from');
@@ -115,7 +172,10 @@ function runCommandsOf(io: Io): Command[] {
     process.exitCode = await runCommand(
       io,
       'backfill',
-      collectFlags(options, [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS]),
+      {
+        ...collectFlags(options, [...API_FLAGS, ...DB_FLAGS, ...RUN_FLAGS, ...COMMON_FLAGS]),
+        ...levelFlag(options),
+      },
       {
         from,
         to,
@@ -123,7 +183,7 @@ function runCommandsOf(io: Io): Command[] {
         reset: options.reset === true,
         yes: options.yes === true,
       },
-      { progressIntervalMs: progress, quiet: options.quiet === true },
+      { progressIntervalMs: progress, quiet: options.quiet === true, json: options.json === true },
     );
   });
 
@@ -139,6 +199,8 @@ function runCommandsOf(io: Io): Command[] {
     withExample(
       new Command('sync'),
       'sync --start-date 2026-01-01   # then every night: post-reports-etl sync',
+      'sync --organization acme --schema post_reports -q',
+      'sync --reset --yes --start-date 2026-01-01   # start over, off a terminal',
     )
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
       .option(
@@ -150,7 +212,9 @@ function runCommandsOf(io: Io): Command[] {
         'let --reset remove what is loaded without asking (needed when not on a terminal, a pipe or a scheduler)',
       )
       .addOption(progressOption())
-      .addOption(quietOption()),
+      .addOption(quietOption())
+      .addOption(verboseOption())
+      .addOption(summaryOption()),
     syncFlags,
   ).action(async (options: Record<string, unknown>) => {
     const progress = progressIntervalMs(io, 'sync', options);
@@ -158,9 +222,9 @@ function runCommandsOf(io: Io): Command[] {
     process.exitCode = await runCommand(
       io,
       'sync',
-      collectFlags(options, syncFlags),
+      { ...collectFlags(options, syncFlags), ...levelFlag(options) },
       { reset: options.reset === true, yes: options.yes === true },
-      { progressIntervalMs: progress, quiet: options.quiet === true },
+      { progressIntervalMs: progress, quiet: options.quiet === true, json: options.json === true },
     );
   });
 

@@ -36,6 +36,8 @@ export interface RunOptions {
   readonly printSummary?: boolean;
   /** Only warnings and errors on stderr: no progress, no closing sentence. */
   readonly quiet?: boolean;
+  /** The JSON summary line on a terminal too (a pipe or a file always gets it). */
+  readonly json?: boolean;
 }
 
 export interface RunOutcome {
@@ -67,15 +69,19 @@ export async function runWithProgress(
   const signal = io.signal;
   const quiet = options.quiet ?? false;
   const progress = await createProgressReporter(io.stderr, options.progressIntervalMs, quiet);
+  // A person at a terminal reads the closing sentence; a pipe, a file or --json gets the JSON summary line.
   const print = options.printSummary ?? true;
   // Known once the configuration is read: what is printed outside the log is scrubbed like the log.
   let scrub = (text: string): string => text;
   // Known once the settings are read: a run whose settings are wrong has nowhere to write its metrics.
   let metrics: { readonly path: string; readonly target: MetricsTarget } | undefined;
+  const printJson =
+    print && (options.json === true || (io.stdout as Partial<NodeJS.WriteStream>).isTTY !== true);
   let target: RunTarget | undefined;
   try {
     const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
     const context = commandContext(settings, { api: true, db: true }, signal, {
+      terminalLevel: 'warn',
       ...(options.env === undefined ? {} : { env: options.env }),
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
@@ -124,7 +130,7 @@ export async function runWithProgress(
     // A person at a terminal reads a sentence; the JSON line below is for the scheduler.
     const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
     if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary, target)}\n`);
-    if (print) printSummary(io, { ...summary, ...target }, scrub);
+    if (printJson) printSummary(io, { ...summary, ...target }, scrub);
     await writeMetrics(io, metrics, summary);
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
@@ -132,7 +138,7 @@ export async function runWithProgress(
     const cause = signal.aborted ? signal.reason : error;
     printError(io, error, scrub);
     // The exit code is the signal's when one stopped the run; the message is the error's own.
-    if (print) printSummary(io, { ...failureSummary(command, cause, started, error), ...target }, scrub);
+    if (printJson) printSummary(io, { ...failureSummary(command, cause, started, error), ...target }, scrub);
     const { exitCode } = classify(cause);
     await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started });
     return { exitCode };

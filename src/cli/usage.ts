@@ -20,10 +20,15 @@ function usageSummary(command: string, message: string): Record<string, unknown>
   };
 }
 
+/** Whether the summary line goes out: to a pipe or a file, where a scheduler reads it, not to a person's terminal. */
+function summaryWanted(io: Io, command: string): boolean {
+  return SUMMARY_COMMANDS.has(command) && (io.stdout as Partial<NodeJS.WriteStream>).isTTY !== true;
+}
+
 /** Refuses the command line: one line on stderr, the summary line where the command prints one, exit 2. */
 export function failUsage(io: Io, command: string, message: string): never {
   io.stderr.write(`${PREFIX}${message}\n`);
-  if (SUMMARY_COMMANDS.has(command)) printSummary(io, usageSummary(command, message));
+  if (summaryWanted(io, command)) printSummary(io, usageSummary(command, message));
   process.exit(EXIT.usage);
 }
 
@@ -55,7 +60,7 @@ export function reportUsageErrors(command: Command, io: Io): Command {
     .showHelpAfterError(`(${full} --help lists the options)`)
     .exitOverride((error: CommanderError) => {
       if (error.exitCode === 0) process.exit(0);
-      if (message !== '' && SUMMARY_COMMANDS.has(name)) printSummary(io, usageSummary(name, message));
+      if (message !== '' && summaryWanted(io, name)) printSummary(io, usageSummary(name, message));
       process.exit(EXIT.usage);
     });
   for (const sub of command.commands) reportUsageErrors(sub, io);

@@ -33,8 +33,8 @@ describe('shell completion, from the commands as defined (the built CLI)', () =>
   });
 
   it('refuses a shell it has no script for (exit 2)', async () => {
-    const result = await runCli(['completion', 'fish'], {});
+    const result = await runCli(['completion', 'tcsh'], {});
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('no completion for "fish": bash only');
+    expect(result.stderr).toContain('no completion for "tcsh": one of bash, zsh, fish');
   });
 });

@@ -340,3 +340,69 @@ describe('plan says what it would replace (8)', () => {
     expect(text.find((l) => l.startsWith('2026-11-06..2026-11-08'))).toContain('outside the range asked for');
   });
 });
+
+describe('the conventions of a command line (7)', () => {
+  const COLOUR = /\u001b\[3\dm/;
+
+  it('on a terminal by default: warnings, the bar and the closing sentence; no JSON line unless asked', async () => {
+    const terminal = { ...env('conventions'), LOG_FORMAT: 'auto' };
+    const quiet = await runOnTerminal(['backfill', '--from', FROM, '--to', TO], terminal);
+    expect(quiet.code, quiet.output).toBe(0);
+    const lines = terminalLines(quiet.output);
+    expect(lines.filter((l) => l.includes('INFO'))).toEqual([]);
+    expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
+    expect(lines.some((l) => l.startsWith('Loaded '))).toBe(true);
+    const asked = await runOnTerminal(['backfill', '--from', FROM, '--to', TO, '--json', '-v'], terminal);
+    expect(asked.code, asked.output).toBe(0);
+    expect(terminalLines(asked.output).some((l) => l.startsWith('{"command":"backfill"'))).toBe(true);
+    expect(asked.output).toContain('DEBUG');
+  });
+
+  it('NO_COLOR and --no-color take the colour out; --log-level is case-insensitive; -q is --quiet', async () => {
+    const terminal = { ...env('colours'), LOG_FORMAT: 'auto' };
+    const args = ['backfill', '--from', FROM, '--to', TO, '--log-level', 'INFO'];
+    const coloured = await runOnTerminal(args, terminal);
+    expect(coloured.code, coloured.output).toBe(0);
+    expect(coloured.output).toMatch(COLOUR);
+    const plain = await runOnTerminal(args, { ...terminal, NO_COLOR: '1' });
+    expect(plain.code, plain.output).toBe(0);
+    expect(plain.output).toContain('INFO');
+    expect(plain.output).not.toMatch(COLOUR);
+    const flagged = await runOnTerminal([...args, '--no-color'], terminal);
+    expect(flagged.output).not.toMatch(COLOUR);
+    const q = await runCli(['backfill', '--from', FROM, '--to', TO, '-q'], env('colours'));
+    expect(q.code, q.stderr).toBe(0);
+    expect(q.stderr).toBe('');
+  });
+
+  it('a usage error on a terminal is one line, without the JSON line a pipe gets', async () => {
+    const shown = await runOnTerminal(['backfill', '--from', FROM], env('usage'));
+    expect(shown.code, shown.output).toBe(2);
+    expect(terminalLines(shown.output).filter((l) => l.startsWith('{'))).toEqual([]);
+    const piped = await runCli(['backfill', '--from', FROM], env('usage'));
+    expect(piped.summary).toMatchObject({ status: 'invalid', exitCode: 2 });
+  });
+
+  it('help: a short root, the variables in `help environment`, grouped flags and examples, completion for three shells', async () => {
+    const root = await runCli(['--help'], {});
+    expect(root.stdout.trim().split('\n').length).toBeLessThanOrEqual(45);
+    expect(root.stdout).not.toContain('POST_REPORTS_TOKEN');
+    expect(root.stdout).toContain('help environment');
+    const topic = await runCli(['help', 'environment'], {});
+    expect(topic.code).toBe(0);
+    expect(topic.stdout).toContain('POST_REPORTS_TOKEN');
+    expect(topic.stdout).toContain('NO_COLOR');
+    const backfill = await runCli(['backfill', '--help'], {});
+    const headings = backfill.stdout.split('\n').filter((l) => /^[A-Z][a-z ]+:$/.test(l));
+    expect(headings).toEqual(['What to load:', 'Where:', 'How:', 'Output:', 'Options:', 'Examples:']);
+    expect(backfill.stdout.match(/^ {2}\$ post-reports-etl backfill/gm)?.length).toBeGreaterThan(2);
+    const zsh = await runCli(['completion', 'zsh'], {});
+    expect(zsh.code, zsh.stderr).toBe(0);
+    expect(zsh.stdout).toContain('bashcompinit');
+    const fish = await runCli(['completion', 'fish'], {});
+    expect(fish.code, fish.stderr).toBe(0);
+    expect(fish.stdout).toContain(
+      "complete -c post-reports-etl -n '__fish_seen_subcommand_from backfill' -l from",
+    );
+  });
+});

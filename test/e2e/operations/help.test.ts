@@ -6,7 +6,7 @@ import { runCli } from '../../helpers/cli.js';
 async function flagsOf(command: string): Promise<{ help: string; flags: Set<string> }> {
   const result = await runCli([command, '--help'], {});
   expect(result.code).toBe(0);
-  const options = result.stdout.slice(result.stdout.indexOf('Options:'));
+  const options = result.stdout.slice(result.stdout.indexOf('\n\n', result.stdout.indexOf('Usage:') + 7));
   return {
     help: result.stdout,
     flags: new Set([...options.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)].map((m) => m[1] ?? '')),
@@ -24,6 +24,7 @@ describe('help (the built CLI)', () => {
         '--organization',
         '--all-organizations',
         '--log-level',
+        '--no-color',
         '--json',
         '--help',
       ].sort(),

@@ -87,7 +87,7 @@ describe('--reset says what it removes before it does (the built CLI)', () => {
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: schema });
     const loaded = await load(schema);
     const before = await snapshotSchema(db.pool, schema);
-    const reset = ['backfill', '--from', FROM, '--to', TO, '--reset'];
+    const reset = ['backfill', '--from', FROM, '--to', TO, '--reset', '--json'];
 
     const declined = await runOnTerminal(reset, env, { answer: { after: PROMPT, text: 'n\r' } });
     expect(declined.code, declined.output).toBe(2);

@@ -24,8 +24,11 @@ function terminalEnv(schema: string): Record<string, string> {
 }
 
 describe('a terminal gets a compact log, the bar and a closing sentence (the built CLI on a pseudo-terminal)', () => {
-  it('one line an event, no repeated run fields, and a sentence a person reads at the end', async () => {
-    const result = await runOnTerminal(['backfill', '--from', FROM, '--to', TO], terminalEnv('on_terminal'));
+  it('--log-level INFO: one line an event, no repeated run fields, and a sentence a person reads at the end', async () => {
+    const result = await runOnTerminal(
+      ['backfill', '--from', FROM, '--to', TO, '--log-level', 'INFO', '--json'],
+      terminalEnv('on_terminal'),
+    );
     expect(result.code, result.output).toBe(0);
     const shown = terminalLines(result.output);
     // No event spreads over several lines (pino-pretty indents an event's fields under it).
@@ -47,7 +50,7 @@ describe('a terminal gets a compact log, the bar and a closing sentence (the bui
 
   it('--quiet: no log lines, no bar, no sentence; the summary line stays', async () => {
     const result = await runOnTerminal(
-      ['backfill', '--from', FROM, '--to', TO, '--quiet', '--reload'],
+      ['backfill', '--from', FROM, '--to', TO, '--quiet', '--reload', '--json'],
       terminalEnv('quiet_terminal'),
     );
     expect(result.code, result.output).toBe(0);
