@@ -51,7 +51,7 @@ describe('help (the built CLI)', () => {
     ]) {
       const { help } = await flagsOf(command);
       expect(help, command).not.toContain('<value>');
-      expect(help, command).toMatch(new RegExp(`Example:\\n\\s+\\$ post-reports-etl ${command}`));
+      expect(help, command).toMatch(new RegExp(`Examples?:\\n\\s+\\$ post-reports-etl ${command}`));
     }
     const { help } = await flagsOf('backfill');
     expect(help).toContain('--database-url <url>');
@@ -60,8 +60,8 @@ describe('help (the built CLI)', () => {
     expect(help).toContain('--brands <list>');
   });
 
-  it('every setting is in --help, the environment-only ones marked, each described as the README does', async () => {
-    const result = await runCli(['--help'], {});
+  it('every setting is in help environment, the environment-only ones marked, each described as the README does', async () => {
+    const result = await runCli(['help', 'environment'], {});
     expect(result.code).toBe(0);
     for (const spec of Object.values(SETTINGS)) {
       expect(result.stdout, spec.env).toContain(spec.env);
