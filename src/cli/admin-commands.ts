@@ -262,6 +262,8 @@ function nothingLoaded(schema: string, organization: string): SchemaStatus {
     windowsWithRows: 0,
     posts: 0,
     details: [],
+    stages: [],
+    stageBytes: 0,
   };
 }
 

@@ -6,6 +6,7 @@ import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
 import { summaryOf } from '../../helpers/summary.js';
+import { runOnTerminal } from '../../helpers/terminal.js';
 
 const db = await createTestDatabase();
 const sims: RunningSimulator[] = [];
@@ -66,9 +67,10 @@ describe('stages no window will resume (the built CLI)', () => {
     ]);
     expect(before.stages[0]?.bytes).toBeGreaterThan(0);
     expect(before.stageBytes).toBe(before.stages[0]?.bytes);
-    const text = await runCli(['status', '--schema', schema], env);
-    expect(text.stdout).toContain(`stage ${FROM}..${TO}`);
-    expect(text.stdout).toContain(tables.join(', '));
+    // Text on a terminal (a pipe gets JSON).
+    const text = await runOnTerminal(['status', '--schema', schema], env);
+    expect(text.output).toContain(`stage ${FROM}..${TO}`);
+    expect(text.output).toContain(tables.join(', '));
 
     // Days, not a week: no window of this run resumes the week's stage.
     const run = await runCli(backfill(schema, 1), env);
@@ -83,7 +85,7 @@ describe('stages no window will resume (the built CLI)', () => {
     expect(await stageTables(schema)).toEqual([]);
     const after = await runCli(['status', '--json', '--schema', schema], env);
     expect((after.summary as unknown as SchemaStatus).stages).toEqual([]);
-    expect((await runCli(['status', '--schema', schema], env)).stdout).not.toContain('stage ');
+    expect((await runOnTerminal(['status', '--schema', schema], env)).output).not.toContain('stage ');
 
     const reference = sim.referencePosts({ start_date: FROM, end_date: TO });
     const check = await compareWithReference(db.pool, schema, reference);
