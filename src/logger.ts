@@ -56,7 +56,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const scrubber = new Scrubber(options.secrets ?? []);
   const pretty = options.pretty === true;
   const destination =
-    options.destination ?? (pretty ? prettyDestination(2, options.color ?? true) : pino.destination({ dest: 2, sync: true }));
+    options.destination ??
+    (pretty ? prettyDestination(2, options.color ?? true) : pino.destination({ dest: 2, sync: true }));
   // On a terminal, text from the API (ids, statuses, field names, errors) shows its control characters instead of
   // obeying them; JSON lines escape them already.
   const clean = (text: string): string => (pretty ? terminalSafe(scrubber.text(text)) : scrubber.text(text));

@@ -70,7 +70,7 @@ export function commandContext(
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);
   const sink = options.logSink;
-  const levelGiven = flags.logLevel !== undefined || (environment[SETTINGS.logLevel.env] ?? '') !== '';
+  const levelGiven = flags.logLevel !== undefined || (env[SETTINGS.logLevel.env] ?? '') !== '';
   const level =
     pretty && !levelGiven && options.terminalLevel !== undefined ? options.terminalLevel : config.log.level;
   const color = config.log.color ?? true;
