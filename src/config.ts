@@ -1008,7 +1008,13 @@ function misreadUrl(url: string): string | undefined {
   try {
     parsed = new URL(url);
   } catch {
-    return `does not parse as a URL: ${ENCODE_HINT}`;
+    // pg reads forms WHATWG does not (a socket: postgres://user@/db?host=/run/postgresql); but an @ after the
+    // first / is a password's unencoded / that moved the host.
+    const rest = url.replace(/^[a-z]+:\/\//i, '');
+    const slash = rest.indexOf('/');
+    return slash >= 0 && rest.indexOf('@', slash) > slash
+      ? `does not parse as a URL: ${ENCODE_HINT}`
+      : undefined;
   }
   if (parsed.hash !== '' || parsed.pathname.includes('@') || parsed.search.includes('@')) {
     // The host it reads may be a piece of the password: not quoted.
