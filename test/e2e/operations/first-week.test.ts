@@ -342,6 +342,7 @@ describe('plan says what it would replace (8)', () => {
 });
 
 describe('the conventions of a command line (7)', () => {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a colour's escape sequence is what it finds.
   const COLOUR = /\u001b\[3\dm/;
 
   it('on a terminal by default: warnings, the bar and the closing sentence; no JSON line unless asked', async () => {
