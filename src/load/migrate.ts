@@ -156,8 +156,10 @@ async function applyPending(
       throw asStoreError(`migration ${file.name}`, error);
     }
     applied.push(file.name);
-    logger.info({ migration: file.name, schema: target.schema }, 'migration applied');
+    logger.debug({ migration: file.name, schema: target.schema }, 'migration applied');
   }
+  // One line for all of them: a new schema's dozen migrations are one event to a person reading the log.
+  if (applied.length > 0) logger.info({ migrations: applied, schema: target.schema }, 'migrations applied');
   return applied;
 }
 

@@ -26,7 +26,7 @@ afterAll(async () => {
 
 interface LogLine {
   readonly msg?: string;
-  readonly migration?: string;
+  readonly migrations?: readonly string[];
   readonly columns?: { field: string }[];
 }
 
@@ -55,7 +55,7 @@ describe('fan-out on a fresh schema (the built CLI)', () => {
 
     const lines = results.flatMap(logLines);
     const files = (await readdir(MIGRATIONS)).filter((f) => f.endsWith('.sql')).sort();
-    const applied = lines.filter((l) => l.msg === 'migration applied').map((l) => l.migration);
+    const applied = lines.filter((l) => l.msg === 'migrations applied').flatMap((l) => l.migrations ?? []);
     expect(applied.sort()).toEqual(files);
     const recorded = await db.pool.query<{ name: string }>(
       `SELECT name FROM ${schema}.schema_migrations ORDER BY name`,
