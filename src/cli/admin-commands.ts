@@ -42,16 +42,35 @@ import { classify, failureSummary, type Io, plural, printError, printSummary } f
  * Runs a command's body: a failure is one line on stderr, the exit code exitFor gives its cause, and, for a
  * command whose result is a JSON line (`summary` names it), the summary line on stdout too.
  */
-async function guarded(io: Io, body: () => Promise<void>, summary?: string): Promise<number> {
+async function guarded(io: Io, body: (guard: Guard) => Promise<void>, summary?: string): Promise<number> {
   const started = Date.now();
+  const guard: Guard = { scrub: (text) => text };
   try {
-    await body();
+    await body(guard);
     return 0;
   } catch (error) {
-    printError(io, error);
-    if (summary !== undefined) printSummary(io, failureSummary(summary, error, started));
+    printError(io, error, guard.scrub);
+    if (summary !== undefined) printSummary(io, failureSummary(summary, error, started), guard.scrub);
     return classify(error).exitCode;
   }
+}
+
+/**
+ * What a failure is printed with: once the command has read its configuration, its scrubber, so that an error
+ * quoting a secret (a driver's message with the connection string, say) prints it as the log would.
+ */
+interface Guard {
+  scrub: (text: string) => string;
+}
+
+/** The command's context, its scrubber handed to the guard that prints its failure. */
+function guardedContext(
+  guard: Guard,
+  ...args: Parameters<typeof commandContext>
+): ReturnType<typeof commandContext> {
+  const context = commandContext(...args);
+  guard.scrub = context.scrub;
+  return context;
 }
 
 /** A pool for the command's reads; an error reaching the database reads as in every other command. */
@@ -75,8 +94,8 @@ async function withDatabase<T>(
 export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
   return guarded(
     io,
-    async () => {
-      const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
+    async (guard) => {
+      const { config, logger, signal } = guardedContext(guard, flags, { db: true }, io.signal);
       // The run lock's connection and the migrator's.
       await withDatabase(config, logger, 2, async (pool) => {
         await checkServer(pool, config.db.schema);
@@ -129,7 +148,7 @@ export function renameOrganizationCommand(
 ): Promise<number> {
   return guarded(
     io,
-    async () => {
+    async (guard) => {
       for (const [flag, id] of [
         ['--from', args.from],
         ['--to', args.to],
@@ -141,7 +160,7 @@ export function renameOrganizationCommand(
           );
         }
       }
-      const { config, logger, signal } = commandContext(flags, { db: true }, io.signal);
+      const { config, logger, signal } = guardedContext(guard, flags, { db: true }, io.signal);
       const schema = config.db.schema;
       const from = { schema, org: args.from };
       const target = {
@@ -211,8 +230,8 @@ export function statusCommand(io: Io, flags: Flags, json: boolean, all = false):
   const human = forPerson(io, json);
   return guarded(
     io,
-    async () => {
-      const { config, logger } = commandContext(flags, { db: true }, io.signal);
+    async (guard) => {
+      const { config, logger } = guardedContext(guard, flags, { db: true }, io.signal);
       const scope = runScope(config);
       const statuses = await withDatabase(config, logger, 1, async (pool) => {
         if (!(await schemaExists(pool, scope.schema))) return null;
@@ -331,8 +350,8 @@ export interface PlanArgs {
 
 /** `plan`: the windows a backfill (or, with --sync, a sync) would load, one JSON line each; reads only. */
 export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<number> {
-  return guarded(io, async () => {
-    const { config, logger } = commandContext(flags, { db: true }, io.signal);
+  return guarded(io, async (guard) => {
+    const { config, logger } = guardedContext(guard, flags, { db: true }, io.signal);
     const dates = [args.from, args.to].filter((d) => d !== undefined).length;
     if (args.sync ? dates > 0 : dates < 2) {
       throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
@@ -406,8 +425,8 @@ async function planOrganization(
 
 /** `dimensions`: the organization's valid filter values: a list on a terminal, one JSON line otherwise. */
 export function dimensionsCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
-  return guarded(io, async () => {
-    const { config, logger, signal } = commandContext(flags, { api: true }, io.signal);
+  return guarded(io, async (guard) => {
+    const { config, logger, signal } = guardedContext(guard, flags, { api: true }, io.signal);
     const dimensions = await fetchDimensions(new ApiClient(config.api, logger), signal);
     if (!forPerson(io, json)) {
       io.stdout.write(`${JSON.stringify(dimensions)}\n`);

@@ -80,7 +80,7 @@ export async function startEmbeddedPostgres(
 const PASSWORD_FILE = 'password';
 
 /** A random password for `postgres`, in a new file of `root` (never one already there, nor through a link). */
-async function writePasswordFile(root: string): Promise<string> {
+export async function writePasswordFile(root: string): Promise<string> {
   const password = randomBytes(18).toString('base64url');
   await writeFile(join(root, PASSWORD_FILE), `${password}\n`, { mode: 0o600, flag: 'wx' });
   return password;
