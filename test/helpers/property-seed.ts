@@ -19,4 +19,4 @@ export function propertySeed(env: NodeJS.ProcessEnv): number {
   return seed;
 }
 
-fc.configureGlobal({ ...fc.readConfigureGlobal(), seed: propertySeed(process.env) });
+fc.configureGlobal({ seed: propertySeed(process.env) });
