@@ -30,6 +30,18 @@ async function show(on: pg.Pool, setting: string): Promise<string> {
   return Object.values(rows[0] ?? {})[0] ?? '';
 }
 
+/** Resolves once the server has ended backend `pid` (it is no longer in pg_stat_activity). */
+async function backendGone(pid: number): Promise<void> {
+  for (;;) {
+    const { rows } = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1',
+      [pid],
+    );
+    if (rows[0]?.n === 0) return;
+    await sleep(20);
+  }
+}
+
 /** Holds an ACCESS EXCLUSIVE lock on `held` from another session until the returned release is called. */
 async function holdLock(): Promise<() => Promise<void>> {
   const holder = await db.pool.connect();
@@ -114,9 +126,9 @@ describe('a deadline that fires names its setting', () => {
     const p = pool({ POST_REPORTS_IDLE_IN_TRANSACTION_TIMEOUT_MS: '200' });
     const error = await failure(
       withTransaction(p, undefined, async (client) => {
-        await client.query('SELECT 1');
-        // The server ends the session meanwhile; the next statement finds it gone.
-        await sleep(1500);
+        const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        // The server ends the session meanwhile (seen gone from another session); the next statement finds it gone.
+        await backendGone(rows[0]?.pid ?? 0);
         await client.query('SELECT 1');
       }),
     );
