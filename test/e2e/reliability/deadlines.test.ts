@@ -151,8 +151,10 @@ describe('the stall watchdog (POST_REPORTS_STALL_TIMEOUT_MS)', () => {
 describe('the database side', () => {
   for (const deadline of [
     {
+      // A lock wait past lock_timeout is retried (error-policy.ts) for as long as POST_REPORTS_RECONNECT_WAIT_MS
+      // lasts, then ends the window.
       name: 'lock_timeout',
-      env: { POST_REPORTS_LOCK_TIMEOUT_MS: '300' },
+      env: { POST_REPORTS_LOCK_TIMEOUT_MS: '300', POST_REPORTS_RECONNECT_WAIT_MS: '2000' },
       says: /\(55P03\): canceling statement due to lock timeout \(waited for a lock held by another session longer than POST_REPORTS_LOCK_TIMEOUT_MS\)$/,
     },
     {
