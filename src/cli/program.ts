@@ -78,6 +78,16 @@ function requiredDate(
   return value;
 }
 
+/** The flags of sync, and of config, which shows the settings a run with them would use. */
+const SYNC_FLAGS = [
+  ...API_FLAGS,
+  ...DB_FLAGS,
+  ...RUN_FLAGS,
+  'lookbackDays',
+  'startDate',
+  ...COMMON_FLAGS,
+] as const;
+
 function program(io: Io): Command {
   const root = new Command('post-reports-etl')
     .description('Loads the Post Reporting API v4 into PostgreSQL: exact, fast, resumable.')
@@ -187,14 +197,6 @@ function runCommandsOf(io: Io): Command[] {
     );
   });
 
-  const syncFlags = [
-    ...API_FLAGS,
-    ...DB_FLAGS,
-    ...RUN_FLAGS,
-    'lookbackDays',
-    'startDate',
-    ...COMMON_FLAGS,
-  ] as const;
   const sync = addSettingFlags(
     withExample(
       new Command('sync'),
@@ -215,14 +217,14 @@ function runCommandsOf(io: Io): Command[] {
       .addOption(quietOption())
       .addOption(verboseOption())
       .addOption(summaryOption()),
-    syncFlags,
+    SYNC_FLAGS,
   ).action(async (options: Record<string, unknown>) => {
     const progress = progressIntervalMs(io, 'sync', options);
     const { runCommand } = await import('./run-command.js');
     process.exitCode = await runCommand(
       io,
       'sync',
-      { ...collectFlags(options, syncFlags), ...levelFlag(options) },
+      { ...collectFlags(options, SYNC_FLAGS), ...levelFlag(options) },
       { reset: options.reset === true, yes: options.yes === true },
       { progressIntervalMs: progress, quiet: options.quiet === true, json: options.json === true },
     );
@@ -368,14 +370,6 @@ function adminCommandsOf(io: Io): Command[] {
     });
   });
 
-  const configFlags = [
-    ...API_FLAGS,
-    ...DB_FLAGS,
-    ...RUN_FLAGS,
-    'lookbackDays',
-    'startDate',
-    ...COMMON_FLAGS,
-  ] as const;
   const config = addSettingFlags(
     withExample(new Command('config'), 'config --schema post_reports')
       .alias('doctor')
@@ -383,10 +377,10 @@ function adminCommandsOf(io: Io): Command[] {
         'Show every setting in force, its value (secrets hidden) and where it came from, then check the API, the token, the database, the privileges and the pooler, one line each (exit 0 all well, 2 to fix)',
       )
       .addOption(jsonOption()),
-    configFlags,
+    SYNC_FLAGS,
   ).action(async (options: Record<string, unknown>) => {
     const { configCommand } = await import('./config-command.js');
-    process.exitCode = await configCommand(io, collectFlags(options, configFlags), options.json === true);
+    process.exitCode = await configCommand(io, collectFlags(options, SYNC_FLAGS), options.json === true);
   });
 
   return [migrate, status, plan, dimensions, renameOrganization, config];

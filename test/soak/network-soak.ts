@@ -15,6 +15,7 @@ import { startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { startForwardProxy } from '../helpers/forward-proxy.js';
+import { setHostileDefaults } from '../helpers/hostile-defaults.js';
 import { comparePosts, readTables } from '../helpers/reference-check.js';
 import { makeTestCa } from '../helpers/test-ca.js';
 import { startTlsFront } from '../helpers/tls-front.js';
@@ -22,15 +23,6 @@ import { CLEAN_ENV, episodeStart, randomStart } from './episode-settings.js';
 
 const INTERNAL = 'api.internal.test';
 const PASSWORD = 'soak-proxy-s3cret';
-const HOSTILE_DEFAULTS: readonly [string, string][] = [
-  ['DateStyle', 'SQL, DMY'],
-  ['IntervalStyle', 'sql_standard'],
-  ['TimeZone', 'Pacific/Kiritimati'],
-  ['default_transaction_isolation', 'serializable'],
-  ['extra_float_digits', '-15'],
-  ['standard_conforming_strings', 'off'],
-  ['bytea_output', 'escape'],
-];
 const PROXY_FAULTS = [502, 503, 504, 'drop'] as const;
 
 function args(argv: readonly string[]): { seed: number; runs: number } {
@@ -58,11 +50,7 @@ async function main(): Promise<number> {
   const server = new pg.Client({ connectionString: serverUrl });
   await server.connect();
   await server.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-  for (const [setting, value] of HOSTILE_DEFAULTS) {
-    await server.query(
-      `ALTER DATABASE ${pg.escapeIdentifier(name)} SET ${setting} = ${pg.escapeLiteral(value)}`,
-    );
-  }
+  await setHostileDefaults(server, name);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   // The harness reads dates as text: in PostgreSQL's own DateStyle.

@@ -4,6 +4,7 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/se
 import { runCli } from '../../helpers/cli.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { cliEnv } from '../../helpers/e2e-env.js';
+import { setHostileDefaults } from '../../helpers/hostile-defaults.js';
 import { compareWithReference } from '../../helpers/reference-check.js';
 import { testNow } from '../../helpers/today.js';
 
@@ -12,30 +13,10 @@ let sim: RunningSimulator;
 /** The test's own reading of the tables, in PostgreSQL's default DateStyle: the check reads dates as text. */
 const reader = new pg.Pool({ connectionString: db.url, max: 1, options: '-c DateStyle=ISO,MDY' });
 
-/**
- * What a DBA may have made the database's defaults: each one a value the connector's SQL or parsing would read
- * differently from PostgreSQL's own default, were its sessions to take it.
- */
-const HOSTILE_DEFAULTS: readonly [string, string][] = [
-  ['DateStyle', 'SQL, DMY'],
-  ['IntervalStyle', 'sql_standard'],
-  // A day away from UTC, east of it.
-  ['TimeZone', 'Pacific/Kiritimati'],
-  ['default_transaction_isolation', 'serializable'],
-  ['extra_float_digits', '-15'],
-  ['standard_conforming_strings', 'off'],
-  ['bytea_output', 'escape'],
-  ['search_path', 'nowhere'],
-];
-
 beforeAll(async () => {
   sim = await startSimulator({ seed: 42, postsPerDay: 200, pageSize: 100, now: testNow() });
   const name = new URL(db.url).pathname.slice(1);
-  for (const [setting, value] of HOSTILE_DEFAULTS) {
-    await db.pool.query(
-      `ALTER DATABASE ${pg.escapeIdentifier(name)} SET ${setting} = ${pg.escapeLiteral(value)}`,
-    );
-  }
+  await setHostileDefaults(db.pool, name);
 });
 afterAll(async () => {
   await reader.end();
