@@ -182,7 +182,7 @@ export function drawFaultPlan(
 ): FaultPlan {
   const pool = options.shared ? SHARED_RUN_KINDS : FAULT_KINDS;
   if (!pool.includes(primary))
-    throw new RangeError(`${primary} is never planned in a run of several processes`);
+    throw new RangeError(`${primary} is never planned in a run of several processes or organizations`);
   const kinds = new Set<FaultKind>([primary]);
   const extra = random.int(3);
   for (let i = 0; i < extra; i += 1) kinds.add(random.pick(pool));
