@@ -1,6 +1,7 @@
 import { DEFAULT_FAULTS } from '../../src/simulator/faults.js';
 import type { Random } from '../../src/simulator/random.js';
 import type { Faults } from '../../src/simulator/server.js';
+import type { Cut } from '../helpers/cutting-proxy.js';
 
 export const FAULT_KINDS = [
   'rate-limit-burst',
@@ -22,9 +23,28 @@ export const FAULT_KINDS = [
   'idle-cut',
   // Every session of the connector terminated, and the database closed to new ones for a moment.
   'failover',
+  // A window group's COMMIT reaches PostgreSQL and commits, but the connection drops before its answer is relayed.
+  'commit-answer-lost',
+  // A commit's session cut twice in a row: before the commit (nothing committed), then after it committed.
+  'commit-cut-twice',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** The cuts a cutting proxy in front of the database deals a run's commits, by kind. */
+const COMMIT_CUTS: Readonly<Partial<Record<FaultKind, readonly Cut[]>>> = {
+  'commit-answer-lost': ['answer'],
+  'commit-cut-twice': ['statement', 'answer'],
+};
+const COMMIT_CUT_KINDS = Object.keys(COMMIT_CUTS) as FaultKind[];
+
+/**
+ * The kinds of a run of several processes or organizations at once: there a cut commit could be any process's, so
+ * the commit cuts are planned only in runs of one process.
+ */
+export const SHARED_RUN_KINDS: readonly FaultKind[] = FAULT_KINDS.filter(
+  (kind) => !COMMIT_CUT_KINDS.includes(kind),
+);
 
 /**
  * What shows that a planned kind struck a run: the simulator's count of what it served to that run, or for the
@@ -58,10 +78,21 @@ const HARD_KINDS: readonly FaultKind[] = ['db-connection-killed', 'failover', 's
 const EXCLUSIVE: readonly (readonly [FaultKind, FaultKind])[] = [
   ['page-token-expires', 'report-gone'],
   ...HARD_KINDS.map((kind) => ['idle-cut', kind] as const),
+  // A commit cut needs a live run with its commit ahead, and a reset that completes: the proxy cuts one
+  // transaction (the first commit that carries the commit lock's key) a run.
+  ...COMMIT_CUT_KINDS.flatMap((kind) =>
+    [...HARD_KINDS, 'filter-reset' as const].map((other) => [kind, other] as const),
+  ),
+  ['commit-answer-lost', 'commit-cut-twice'],
 ];
 
 /** Kinds the harness deals itself, not the simulator: a fault waiting for what the simulator served skips them. */
-const DEALT_BY_HARNESS: ReadonlySet<FaultKind> = new Set([...HARD_KINDS, 'idle-cut', 'filter-reset']);
+const DEALT_BY_HARNESS: ReadonlySet<FaultKind> = new Set([
+  ...HARD_KINDS,
+  ...COMMIT_CUT_KINDS,
+  'idle-cut',
+  'filter-reset',
+]);
 
 /**
  * When a timed fault fires: once the simulator has served the n-th thing of a kind since the run started (a
@@ -95,6 +126,11 @@ export interface FaultPlan {
   readonly timed: readonly TimedFault[];
   /** Dates whose figures are revised before the run (late data); the episode then moves past the reuse period. */
   readonly reviseDates: readonly string[];
+  /**
+   * Set for a commit cut: the run's database sessions go through a cutting proxy, armed before it starts to cut
+   * the first commit transaction that carries the commit lock's key; the kind struck once the proxy made every cut.
+   */
+  readonly commitCuts: { readonly kind: FaultKind; readonly cuts: readonly Cut[] } | null;
 }
 
 /** Every knob off: what a clean run gets. */
@@ -135,17 +171,21 @@ function oneForCertain(
 
 /**
  * Draws the faults of one run from `random` (so from the printed seed): `primary` always, and up to two more.
- * The soak passes each kind in turn as the primary one, so that a soak of any size plans every kind.
+ * The soak passes each kind in turn as the primary one, so that a soak of any size plans every kind. A run of
+ * several processes or organizations (`shared`) draws from SHARED_RUN_KINDS only.
  */
 export function drawFaultPlan(
   random: Random,
   range: { readonly windowStarts: readonly string[]; readonly dates: readonly string[] },
   primary: FaultKind,
-  options: { canReset: boolean },
+  options: { canReset: boolean; shared: boolean },
 ): FaultPlan {
+  const pool = options.shared ? SHARED_RUN_KINDS : FAULT_KINDS;
+  if (!pool.includes(primary))
+    throw new RangeError(`${primary} is never planned in a run of several processes or organizations`);
   const kinds = new Set<FaultKind>([primary]);
   const extra = random.int(3);
-  for (let i = 0; i < extra; i += 1) kinds.add(random.pick(FAULT_KINDS));
+  for (let i = 0; i < extra; i += 1) kinds.add(random.pick(pool));
   if (!options.canReset) kinds.delete('filter-reset');
   if (kinds.size === 0) kinds.add('slow-responses');
   if (kinds.has('filter-reset')) for (const hard of HARD_KINDS) kinds.delete(hard);
@@ -159,6 +199,7 @@ export function drawFaultPlan(
   const initial: Partial<Faults> = {};
   const timed: TimedFault[] = [];
   const reviseDates: string[] = [];
+  let commitCuts: FaultPlan['commitCuts'] = null;
   for (const kind of kinds) {
     switch (kind) {
       case 'rate-limit-burst': {
@@ -258,6 +299,10 @@ export function drawFaultPlan(
       case 'sigterm':
         timed.push({ trigger: randomTrigger(random), action: { type: 'signal', signal: 'SIGTERM' } });
         break;
+      case 'commit-answer-lost':
+      case 'commit-cut-twice':
+        commitCuts = { kind, cuts: COMMIT_CUTS[kind] ?? [] };
+        break;
     }
   }
   // A fault that ends the run strikes once the run's other faults have (otherwise an early kill leaves them
@@ -271,7 +316,7 @@ export function drawFaultPlan(
     keep === undefined || others.length === 1
       ? timed
       : timed.map((t) => (isHard(t.action) ? { ...t, trigger: { afterEvery: others } } : t));
-  return { kinds: [...kinds], initial, timed: ordered, reviseDates };
+  return { kinds: [...kinds], initial, timed: ordered, reviseDates, commitCuts };
 }
 
 function isHard(action: FaultAction): boolean {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { type CliResult, type CliRun, startCli } from '../helpers/cli.js';
+import { type CuttingProxy, startCuttingProxy } from '../helpers/cutting-proxy.js';
 import type { FaultAction, FaultPlan, TimedFault } from './fault-plan.js';
 
 type Signal = 'SIGKILL' | 'SIGTERM';
@@ -47,6 +48,8 @@ export interface FaultyProcessesResult {
 export interface FaultyProcessesOptions {
   /** The process a kill triggered by what the simulator served hits (default the first). */
   readonly victim?: number;
+  /** What the commit transactions' messages carry (the commit lock's key): needed by a plan's commit cuts. */
+  readonly commitMarker?: string;
 }
 
 /** A process to start: its arguments and its environment. */
@@ -162,6 +165,56 @@ export async function faultyProcesses(
   options: FaultyProcessesOptions = {},
 ): Promise<FaultyProcessesResult> {
   const victim = options.victim ?? 0;
+  const dealt: Record<string, number> = {};
+  const cutting =
+    plan.commitCuts === null ? null : await armCommitCuts(commands, plan.commitCuts, options, dealt);
+  try {
+    return await faultyProcessesOn(cutting?.commands ?? commands, sim, admin, plan, guardMs, victim, dealt);
+  } finally {
+    cutting?.proxy.close();
+  }
+}
+
+/**
+ * A cutting proxy in front of the one process's database, armed before it starts: the commit cuts struck (in
+ * `dealt`, under the kind's name) once the proxy made every cut.
+ */
+async function armCommitCuts(
+  commands: readonly ProcessCommand[],
+  commitCuts: NonNullable<FaultPlan['commitCuts']>,
+  options: FaultyProcessesOptions,
+  dealt: Record<string, number>,
+): Promise<{ proxy: CuttingProxy; commands: ProcessCommand[] }> {
+  const [command, ...others] = commands;
+  const databaseUrl = command?.env.DATABASE_URL;
+  if (
+    command === undefined ||
+    others.length > 0 ||
+    databaseUrl === undefined ||
+    options.commitMarker === undefined
+  ) {
+    throw new RangeError(`${commitCuts.kind} needs one process, its DATABASE_URL and the commit marker`);
+  }
+  const server = new URL(databaseUrl);
+  const proxy = await startCuttingProxy({ host: server.hostname, port: Number(server.port || 5432) });
+  void proxy.cutTransactions(options.commitMarker, commitCuts.cuts).then(() => {
+    dealt[commitCuts.kind] = (dealt[commitCuts.kind] ?? 0) + 1;
+  });
+  return {
+    proxy,
+    commands: [{ args: command.args, env: { ...command.env, DATABASE_URL: proxy.urlThrough(databaseUrl) } }],
+  };
+}
+
+async function faultyProcessesOn(
+  commands: readonly ProcessCommand[],
+  sim: RunningSimulator,
+  admin: pg.Pool,
+  plan: FaultPlan,
+  guardMs: number,
+  victim: number,
+  dealt: Record<string, number>,
+): Promise<FaultyProcessesResult> {
   const before = sim.stats().faults;
   sim.setFaults(plan.initial);
   const runs = commands.map((command) => startCli(command.args, command.env));
@@ -170,7 +223,6 @@ export async function faultyProcesses(
   const hung = runs.map(() => false);
   let signalSent = false;
   let backendsKilled = 0;
-  const dealt: Record<string, number> = {};
   const idleCuts: Promise<{ cut: () => boolean; end: () => Promise<void> }>[] = [];
   const fired: FaultAction['type'][] = [];
   const pending: Promise<void>[] = [];
@@ -281,7 +333,7 @@ export async function faultyProcesses(
 
 /**
  * The simulator's fault counts of one run (after minus before), with what the harness did to its processes and
- * dealt its database (`idle-cut`, `failover`).
+ * dealt its database (`idle-cut`, `failover`, the commit cuts by their kind).
  */
 function servedSince(
   before: Readonly<Record<string, number>>,
@@ -310,6 +362,7 @@ export async function faultyRun(
   admin: pg.Pool,
   plan: FaultPlan,
   guardMs: number,
+  options: FaultyProcessesOptions = {},
 ): Promise<FaultyRunResult> {
   const { processes, fired, backendsKilled, served } = await faultyProcesses(
     [{ args, env }],
@@ -317,6 +370,7 @@ export async function faultyRun(
     admin,
     plan,
     guardMs,
+    options,
   );
   const [only] = processes;
   if (only === undefined) throw new Error('faultyProcesses returned no process');

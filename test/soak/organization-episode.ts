@@ -18,7 +18,7 @@ import { type CliResult, runCli } from '../helpers/cli.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { CLEAN_ENV, episodeStart, PAST_REUSE_MS, randomStart } from './episode-settings.js';
 import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
-import { drawFaultPlan, FAULT_KINDS, type FaultKind, type FaultPlan, NO_FAULTS } from './fault-plan.js';
+import { drawFaultPlan, type FaultKind, type FaultPlan, NO_FAULTS, SHARED_RUN_KINDS } from './fault-plan.js';
 import { FaultTally } from './fault-tally.js';
 import { faultyProcesses } from './faulty-run.js';
 import {
@@ -37,7 +37,7 @@ import { add, plannedRuns, report, type Tally } from './soak-tally.js';
 import { ownGrid } from './spec-grid.js';
 import { Ledger } from './verify-tables.js';
 
-const RESET_FIRST = FAULT_KINDS.indexOf('filter-reset');
+const RESET_FIRST = SHARED_RUN_KINDS.indexOf('filter-reset');
 
 /** Kinds that strike a report of two pages or more, or a run long enough for a session to sit idle. */
 const LONG_KINDS: readonly FaultKind[] = ['report-expires', 'page-token-expires', 'report-gone', 'idle-cut'];
@@ -229,9 +229,10 @@ async function faultyRun(
   ].sort();
   // Each kind in turn is the run's primary fault: a soak of any size plans every kind, a reset of one organization
   // first, so that even a short soak resets one while the others keep their rows.
-  const primary = FAULT_KINDS[(tally.faultyRuns + RESET_FIRST) % FAULT_KINDS.length] ?? 'slow-responses';
+  const primary =
+    SHARED_RUN_KINDS[(tally.faultyRuns + RESET_FIRST) % SHARED_RUN_KINDS.length] ?? 'slow-responses';
   const canReset = drawn.organizations.some((i) => ep.records[i]?.brands === null);
-  const drawnFaults = drawFaultPlan(random, { windowStarts, dates }, primary, { canReset });
+  const drawnFaults = drawFaultPlan(random, { windowStarts, dates }, primary, { canReset, shared: true });
   tally.faultyRuns += 1;
   // A fault that needs reports of several pages, or a long run, strikes the organization with the most posts a
   // window when it runs alone (if a reset is planned, one that may still be reset).

@@ -15,6 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { commitLockKey } from '../../src/load/locks.js';
 import { addDays, todayUtc } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
 import { EXIT } from '../../src/pipeline/exit-codes.js';
@@ -27,7 +28,7 @@ import { concurrentRun, describeProcesses } from './concurrent-run.js';
 import { dataAgeEpisode } from './data-age-episode.js';
 import { CLEAN_ENV, episodeStart, PAST_REUSE_MS, randomStart } from './episode-settings.js';
 import { allowedExits, exitLabel, lastError, summaryProblem } from './exits.js';
-import { drawFaultPlan, FAULT_KINDS, type FaultPlan, NO_FAULTS } from './fault-plan.js';
+import { drawFaultPlan, FAULT_KINDS, type FaultPlan, NO_FAULTS, SHARED_RUN_KINDS } from './fault-plan.js';
 import { FaultTally } from './fault-tally.js';
 import { faultyRun } from './faulty-run.js';
 import { organizationEpisode } from './organization-episode.js';
@@ -63,6 +64,7 @@ interface Episode {
   readonly base: readonly string[];
   /** The flags every run shares: window size, concurrency, schema. */
   readonly shared: readonly string[];
+  readonly schema: string;
   /** A run's environment: the connector's clock starts where the simulator's is, as one clock would be. */
   env(): Record<string, string>;
   /** Concurrent mode: the API through a recording proxy (solo runs through its first port). */
@@ -107,7 +109,9 @@ async function soloFaultyRun(ep: Episode, planned: PlannedRun): Promise<RunEnd> 
     ...(planned.reload ? ['--reload'] : []),
   ];
   const runStarted = Date.now();
-  const outcome = await faultyRun(args, ep.env(), ep.sim, ep.admin, planned.faults, options.runGuardMs);
+  const outcome = await faultyRun(args, ep.env(), ep.sim, ep.admin, planned.faults, options.runGuardMs, {
+    commitMarker: commitLockKey(ep.schema),
+  });
   const runMs = Date.now() - runStarted;
   ep.sim.setFaults(NO_FAULTS);
   ep.proxy?.take();
@@ -273,10 +277,13 @@ function planRun(ep: Episode, random: Random, r: number, filterArgs: readonly st
   const { tally, ledger } = ep;
   const dates: string[] = [];
   for (let d = ep.from; d <= (ep.grid.at(-1)?.end ?? ep.from); d = addDays(d, 1)) dates.push(d);
-  // Each kind in turn is the run's primary fault: a soak of any size plans every kind.
-  const primary = FAULT_KINDS[tally.faultyRuns % FAULT_KINDS.length] ?? 'slow-responses';
+  // Each kind in turn is the run's primary fault: a soak of any size plans every kind (in concurrent mode, every
+  // kind a run of several processes may have).
+  const kinds = ep.options.concurrent ? SHARED_RUN_KINDS : FAULT_KINDS;
+  const primary = kinds[tally.faultyRuns % kinds.length] ?? 'slow-responses';
   const faults = drawFaultPlan(random, { windowStarts: ep.grid.map((w) => w.start), dates }, primary, {
     canReset: filterArgs.length === 0,
+    shared: ep.options.concurrent,
   });
   tally.faultyRuns += 1;
   // Re-runs come after the reuse period, so that report failures and expiries strike them too; always when a
@@ -354,6 +361,7 @@ async function episode(
       from,
       base: ['backfill', '--from', from, '--to', to, ...shared],
       shared,
+      schema,
       env: () => ({
         ...env,
         ...(proxy === null ? {} : { POST_REPORTS_BASE_URL: proxy.baseUrl(0) }),
