@@ -15,7 +15,7 @@ const id = pg.escapeIdentifier;
 const SCHEMA = 'bench_readers';
 const POSTS = 'posts';
 const SEGMENTS = 'post_custom_segments';
-/** The view of each post's latest row (migration 011), measured against the README's query on the copy. */
+/** The view of each post's latest row (migration 010), measured against the README's query on the copy. */
 const LATEST = 'posts_latest';
 const PLAIN_POSTS = 'plain_posts';
 const PLAIN_SEGMENTS = 'plain_segments';

@@ -131,7 +131,7 @@ describe('migrate', () => {
         WHERE i.inhparent IN ('upgraded.posts'::regclass, 'upgraded.post_custom_segments'::regclass) ORDER BY 1`,
     );
     expect(parts.rows.map((r) => r.name)).toEqual(['post_custom_segments_y2026', 'posts_y2026']);
-    // Row-level security on every partition (migration 010): a broad grant opens none by its name.
+    // Row-level security on every partition (migration 011): a broad grant opens none by its name.
     const secured = await db.pool.query<{ name: string; rls: boolean }>(
       `SELECT relname::text AS name, relrowsecurity AS rls FROM pg_class
         WHERE relnamespace = 'upgraded'::regnamespace AND relname IN ('post_custom_segments_y2026', 'posts_y2026')
@@ -182,7 +182,7 @@ describe('migrate', () => {
     );
     const staged = await db.pool.query('SELECT _org FROM before_orgs.stage_20260112_20260118_posts');
     expect(staged.rows).toEqual([{ _org: 'default' }]);
-    // Its stages have row-level security, as a stage made now has (migration 010).
+    // Its stages have row-level security, as a stage made now has (migration 011).
     const secured = await db.pool.query<{ rls: boolean }>(
       `SELECT relrowsecurity AS rls FROM pg_class WHERE relnamespace = 'before_orgs'::regnamespace
           AND relname IN ('stage_20260112_20260118_posts', 'stage_20260112_20260118_segments')`,

@@ -88,8 +88,6 @@ afterAll(async () => {
   // Roles outlive the database: their grants and policies go first, then the roles.
   const roles = [...GUIDE_ROLES, 'owner', 'alice'].map((name) => pg.escapeIdentifier(role(name)));
   if (suffix === '') return;
-  // The latest views first: they depend on the tables DROP OWNED drops.
-  await db.pool.query(`DROP VIEW IF EXISTS ${SCHEMA}.posts_latest, ${SCHEMA}.post_custom_segments_latest`);
   await db.pool.query(`DROP OWNED BY ${roles.join(', ')}`);
   for (const name of roles) await db.pool.query(`DROP ROLE IF EXISTS ${name}`);
 });
