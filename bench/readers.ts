@@ -15,8 +15,6 @@ const id = pg.escapeIdentifier;
 const SCHEMA = 'bench_readers';
 const POSTS = 'posts';
 const SEGMENTS = 'post_custom_segments';
-/** The view of each post's latest row (migration 010), measured against the README's query on the copy. */
-const LATEST = 'posts_latest';
 const PLAIN_POSTS = 'plain_posts';
 const PLAIN_SEGMENTS = 'plain_segments';
 const POST_ID = 'platform_post_id';
@@ -203,13 +201,6 @@ async function plainCopy(context: BenchContext, parent: string, copy: string): P
   }
 }
 
-async function hasRelation(pool: pg.Pool, name: string): Promise<boolean> {
-  const found = await pool.query('SELECT to_regclass($1) IS NOT NULL AS found', [
-    `${id(SCHEMA)}.${id(name)}`,
-  ]);
-  return found.rows[0]?.found === true;
-}
-
 async function hasColumn(pool: pg.Pool, table: string, column: string): Promise<boolean> {
   const found = await pool.query(
     'SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2 AND NOT attisdropped',
@@ -240,8 +231,6 @@ async function treeSize(
 interface Tables {
   readonly posts: string;
   readonly segments: string;
-  /** Each post's latest row: posts_latest on the connector's side, the README's query on the copy's. */
-  readonly latest: string;
 }
 
 interface ReaderQuery {
@@ -271,18 +260,6 @@ function readerQueries(options: ReadersOptions, ids: readonly string[], joinColu
       sql: (t) =>
         `SELECT * FROM ${t.posts} p JOIN ${t.segments} s USING (${joinColumns}) WHERE p.${id(POST_ID)} = $1`,
       params: postId,
-    },
-    {
-      query: "one post's latest row",
-      executions: options.lightExecutions,
-      sql: (t) => `SELECT * FROM ${t.latest} l WHERE ${id(POST_ID)} = $1`,
-      params: postId,
-    },
-    {
-      query: 'the latest row of every post',
-      executions: options.heavyExecutions,
-      sql: (t) => `SELECT * FROM ${t.latest} l`,
-      params: none,
     },
     {
       query: 'count(*) of posts',
@@ -370,19 +347,8 @@ async function measureReaders(context: BenchContext, options: ReadersOptions): P
     )
   ).rows.map((r) => r.post_id);
   if (ids.length === 0) throw new Error('the backfill loaded no posts');
-  const latestOf = (posts: string): string =>
-    `(SELECT DISTINCT ON (${withOrg ? '_org, ' : ''}${id(POST_ID)}) * FROM ${posts}
-       ORDER BY ${withOrg ? '_org, ' : ''}${id(POST_ID)}, _window_start DESC)`;
-  const connector = {
-    posts: table(POSTS),
-    segments: table(SEGMENTS),
-    latest: (await hasRelation(pool, LATEST)) ? table(LATEST) : latestOf(table(POSTS)),
-  };
-  const plain = {
-    posts: table(PLAIN_POSTS),
-    segments: table(PLAIN_SEGMENTS),
-    latest: latestOf(table(PLAIN_POSTS)),
-  };
+  const connector = { posts: table(POSTS), segments: table(SEGMENTS) };
+  const plain = { posts: table(PLAIN_POSTS), segments: table(PLAIN_SEGMENTS) };
   const client = await pool.connect();
   try {
     const out: ReaderQueryResult[] = [];

@@ -90,7 +90,6 @@ export async function retypeColumn(
   // Readers wait from here on: the swap is sent as one batch, so that it costs no round trip per partition.
   const swap = [
     ...copies.map(({ partition }) => queries.dropTable(schema, partition.name)),
-    ...(table === 'posts' ? [queries.dropPostsLatest(schema)] : []),
     queries.alterColumnType(schema, table, column, type),
     ...copies.flatMap(({ partition, copy }) => [
       queries.renameTable(schema, copy, partition.name),
@@ -100,7 +99,6 @@ export async function retypeColumn(
       ),
       queries.attachWithBound(schema, table, partition.name, partition.bound),
     ]),
-    ...(table === 'posts' ? [queries.makePostsLatest(schema)] : []),
   ];
   await client.query(swap.join(';\n'));
   return { partitions: partitions.length, copyMs: copied - started, swapMs: Date.now() - copied };

@@ -586,18 +586,3 @@ export const indexesOf = `SELECT c.relname::text AS name FROM pg_index i JOIN pg
 export function attachWithBound(schema: string, parent: string, table: string, bound: string): string {
   return `ALTER TABLE ${qualified(schema, parent)} ATTACH PARTITION ${qualified(schema, table)} ${bound}`;
 }
-
-/**
- * posts_latest holds the columns of posts it selects (a view's `*` is fixed when it is made, and its columns
- * can be neither retyped nor dropped): a change of posts' columns drops it first and makes it again after, in
- * the same transaction (migration 011 made the function, which knows the post id column and the server's
- * version).
- */
-export function dropPostsLatest(schema: string): string {
-  return `DROP VIEW IF EXISTS ${qualified(schema, 'posts_latest')}`;
-}
-
-/** Makes posts_latest with posts' columns as they are now (also after columns were only added). */
-export function makePostsLatest(schema: string): string {
-  return `SELECT ${qualified(schema, 'make_posts_latest')}()`;
-}

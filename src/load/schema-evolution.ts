@@ -330,7 +330,7 @@ function mismatch(posts: PagePosts, field: string, type: ColumnType, place: Page
     if (fitOf(type, kind) !== 'mismatch') return false;
     error = new DataError(
       'FIELD_TYPE_MISMATCH',
-      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (in one transaction: DROP VIEW posts_latest, ALTER TABLE posts … TYPE text or jsonb, SELECT make_posts_latest()) and re-run`,
+      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
     );
     return true;
   });
@@ -484,7 +484,6 @@ async function applyChanges(
         // statement on posts locks it with its partitions and makes every session read its definition again.
         if (added.length > 0) {
           await client.query(queries.addColumns(target.schema, 'posts', added));
-          await client.query(queries.makePostsLatest(target.schema));
         }
         if (unregistered.length > 0) {
           await client.query(queries.registerFields(target.schema), [

@@ -5,7 +5,6 @@
 import pg from 'pg';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
 import { sqlState, UNDEFINED_TABLE } from './pg-error-codes.js';
-import * as queries from './queries.js';
 import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -63,14 +62,11 @@ export async function applyFieldSelection(
   const { rows } = await db.query<{ field: string; column_name: string }>(
     `SELECT field, column_name FROM ${qualified(schema, 'field_columns')} ORDER BY field`,
   );
-  const dropped = rows.filter(({ field }) => !keep(field));
-  if (dropped.length === 0) return;
-  await db.query(queries.dropPostsLatest(schema));
-  for (const { field, column_name: column } of dropped) {
+  for (const { field, column_name: column } of rows) {
+    if (keep(field)) continue;
     await db.query(
       `ALTER TABLE ${qualified(schema, 'posts')} DROP COLUMN IF EXISTS ${pg.escapeIdentifier(column)}`,
     );
     await db.query(`DELETE FROM ${qualified(schema, 'field_columns')} WHERE field = $1`, [field]);
   }
-  await db.query(queries.makePostsLatest(schema));
 }
