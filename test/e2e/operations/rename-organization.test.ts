@@ -73,8 +73,15 @@ describe('rename-organization', () => {
     const again = await runCli(backfill('--organization', 'acme'), cliEnv(sim, db.url));
     expect(again.code, again.stderr).toBe(0);
     expect(again.summary).toMatchObject({ windows: { planned: 0, skipped: 3 }, reportsCreated: 0 });
+    // The schema holds the default organization no more: its status names the one it holds.
     const status = await runCli(['status', '--schema', SCHEMA, '--json'], cliEnv(sim, db.url));
-    expect(JSON.parse(status.stdout)).toMatchObject({ organization: 'default', windows: { total: 0 } });
+    expect(status.code).toBe(2);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      error: {
+        code: 'CONFIG_INVALID',
+        message: `organization "default" has nothing in schema "${SCHEMA}", which holds acme: check POST_REPORTS_ORGANIZATION (--organization)`,
+      },
+    });
   });
 
   it('refuses an id in use, or one that is not an id, in one line naming it, and changes nothing', async () => {

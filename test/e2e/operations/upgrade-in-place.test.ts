@@ -35,10 +35,13 @@ afterAll(async () => {
   await sim.close();
 });
 
-/** Every post with its segments, and the record of each window, as text. */
+/**
+ * Every post with its segments, and the record of each window, as text; without the columns an upgrade adds
+ * (_org, _extra_fields), whose values the test checks on their own.
+ */
 async function contents(): Promise<{ posts: string[]; windows: string[] }> {
   const posts = await db.pool.query<{ doc: string }>(
-    `SELECT (to_jsonb(p) - '_org')::text || ' ' || COALESCE(
+    `SELECT (to_jsonb(p) - '_org' - '_extra_fields')::text || ' ' || COALESCE(
               (SELECT string_agg(s.name || '=' || s.value, ',' ORDER BY s.name, s.value)
                  FROM ${SCHEMA}.post_custom_segments s
                 WHERE s.platform_post_id = p.platform_post_id AND s._window_start = p._window_start), '') AS doc
@@ -77,6 +80,10 @@ it('keeps every row and window record, asks the API for nothing, and reloads and
   expect(again.code, again.stderr.slice(-2000)).toBe(0);
   expect(again.summary).toMatchObject({ reportsCreated: 0, posts: 0 });
   expect(await contents()).toEqual(before);
+  const extra = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${SCHEMA}.posts WHERE _extra_fields IS NOT NULL`,
+  );
+  expect(extra.rows[0]?.n).toBe(0);
   expect(await partitions()).toEqual([
     "post_custom_segments_y2025 FOR VALUES FROM ('default', '2025-01-01') TO ('default', '2026-01-01')",
     "post_custom_segments_y2026 FOR VALUES FROM ('default', '2026-01-01') TO ('default', '2027-01-01')",
