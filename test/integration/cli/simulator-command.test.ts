@@ -52,6 +52,8 @@ async function dimensions(baseUrl: string, token: string): Promise<{ status: num
   const response = await fetch(`${baseUrl}/reports/posts/dimensions`, {
     headers: { authorization: `Bearer ${token}` },
   });
+  // An error's body takes any of the service's shapes (text among them): only a success is read as JSON.
+  if (!response.ok) return { status: response.status, brands: undefined };
   const body = (await response.json()) as { brands?: unknown };
   return { status: response.status, brands: body.brands };
 }
