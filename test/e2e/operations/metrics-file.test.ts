@@ -51,9 +51,9 @@ describe('--metrics-file (the built CLI)', () => {
     const env = cliEnv(sim, db.url, { POST_REPORTS_SCHEMA: 'metrics' });
     const range = ['--from', '2026-03-02', '--to', '2026-03-22', '--window-days', '7'];
 
-    const before = Date.now() / 1000;
+    const before = Date.now() / 1000; // wall clock on purpose: the run's timestamps are the wall clock's
     const ok = await runCli(['backfill', ...range, '--metrics-file', path], env);
-    const after = Date.now() / 1000;
+    const after = Date.now() / 1000; // wall clock on purpose: the run's timestamps are the wall clock's
     expect(ok.code, ok.stderr).toBe(0);
     const summary = summaryOf(ok);
     const families = parsePrometheusText(await readFile(path, 'utf8'));
