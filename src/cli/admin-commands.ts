@@ -34,6 +34,7 @@ import {
   type WindowStatus,
 } from '../pipeline/schema-status.js';
 import { syncRange } from '../pipeline/sync.js';
+import { terminalSafe } from '../secret.js';
 import { VERSION } from '../version.js';
 import { commandContext } from './context.js';
 import { classify, failureSummary, type Io, plural, printError, printSummary } from './run-output.js';
@@ -294,6 +295,10 @@ function describeScope(schema: string, organization: string): string {
 }
 
 function writeStatus(io: Io, status: SchemaStatus): void {
+  // Report ids and last errors come from the API: their control characters are shown, not obeyed.
+  const write = (line: string): void => {
+    io.stdout.write(`${terminalSafe(line)}\n`);
+  };
   const { windows: n, runs } = status;
   const superseded = n.superseded > 0 ? `, ${n.superseded} superseded` : '';
   const open = status.details.filter(isOpen).length;
@@ -302,8 +307,8 @@ function writeStatus(io: Io, status: SchemaStatus): void {
       ? 'no run in progress'
       : `${runs.length === 1 ? 'a run' : `${runs.length} runs`} in progress (${runs.map(describeHolder).join('; ')})`;
   const where = describeScope(status.schema, status.organization);
-  io.stdout.write(
-    `${where}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}\n`,
+  write(
+    `${where}: ${plural(n.loaded, 'window')} loaded${open > 0 ? ` (${open} open)` : ''}, ${n.failed} failed, ${n.inProgress} in progress, ${n.interrupted} interrupted${superseded}; ${plural(status.posts, 'post')}; cursor ${status.cursor ?? '(none)'}; ${running}`,
   );
   for (const w of status.details) {
     const rows = w.rowCount === null ? '-' : String(w.rowCount);
@@ -311,14 +316,14 @@ function writeStatus(io: Io, status: SchemaStatus): void {
     const by = w.claimedBy === null ? '' : `  by ${describeHolder(w.claimedBy)}`;
     // An open window is loaded with what existed so far: the next run that covers it loads it again.
     const standing = isOpen(w) ? `open (through ${w.loadedThrough})` : w.standing;
-    io.stdout.write(
-      `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}\n`,
+    write(
+      `${w.start}..${w.end}  ${standing.padEnd(11)} rows ${rows.padStart(8)}  attempts ${w.attempts}${by}${error}`,
     );
   }
   for (const stage of status.stages) {
     const report = stage.reportId === null ? 'no progress row' : `report ${stage.reportId}`;
-    io.stdout.write(
-      `stage ${stage.start}..${stage.end}  ${(stage.size ?? 'in use').padStart(10)}  ${report}  ${stage.tables.join(', ')}\n`,
+    write(
+      `stage ${stage.start}..${stage.end}  ${(stage.size ?? 'in use').padStart(10)}  ${report}  ${stage.tables.join(', ')}`,
     );
   }
 }
@@ -434,10 +439,12 @@ export function dimensionsCommand(io: Io, flags: Flags, json: boolean): Promise<
     }
     const { customSegments, ...lists } = dimensions;
     for (const [name, values] of Object.entries(lists)) {
-      if (Array.isArray(values)) io.stdout.write(`${name}: ${values.join(', ')}\n`);
+      if (Array.isArray(values)) io.stdout.write(`${terminalSafe(`${name}: ${values.join(', ')}`)}\n`);
     }
     for (const segment of customSegments) {
-      io.stdout.write(`segment ${JSON.stringify(segment.name)}: ${segment.values.join(', ')}\n`);
+      io.stdout.write(
+        `${terminalSafe(`segment ${JSON.stringify(segment.name)}: ${segment.values.join(', ')}`)}\n`,
+      );
     }
   });
 }
