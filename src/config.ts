@@ -15,7 +15,7 @@ import { isOrganizationId, ORGANIZATION_ID_RULE } from './model/organization.js'
 import { isPartitionPeriod, PARTITION_PERIODS, type PartitionPeriod } from './model/partition-period.js';
 import { findPassword, passwordTarget, readPasswordFile } from './password-file.js';
 import { bypassesProxy, NoProxyEntryError } from './proxy-env.js';
-import { Secret } from './secret.js';
+import { Secret, urlPasswords } from './secret.js';
 import { openFileWarning, readSecretFile } from './secret-file.js';
 
 /** Everything the connector reads from outside: the environment (and `.env`) merged under command-line flags. */
@@ -481,6 +481,22 @@ export type Flags = Partial<Record<SettingName, string>>;
  */
 export function readEnvironment(dotenvPath = '.env'): RawSettings {
   return Object.freeze({ ...readDotenv(dotenvPath), ...process.env });
+}
+
+/** Variables of `.env` that hold a secret: the token, a password, or a URL that may carry one. */
+const SECRET_VARIABLES = ['POST_REPORTS_TOKEN', 'PGPASSWORD'] as const;
+const URL_VARIABLES = ['DATABASE_URL', 'https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'] as const;
+
+/**
+ * The warning for a `.env` file that holds a secret and that others than its owner may read (and so copy the
+ * secret), naming it and the remedy; undefined when it holds none, only its owner may read it, or there is none.
+ */
+export function dotenvWarning(dotenvPath = '.env'): string | undefined {
+  const variables = readDotenv(dotenvPath);
+  const holdsSecret =
+    SECRET_VARIABLES.some((name) => (variables[name] ?? '') !== '') ||
+    URL_VARIABLES.some((name) => urlPasswords(variables[name] ?? '').length > 0);
+  return holdsSecret ? openFileWarning('.env', dotenvPath) : undefined;
 }
 
 /** The variables of a `.env` file; none when there is no such file. */

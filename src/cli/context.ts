@@ -2,6 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import {
   type Config,
   type ConfigNeeds,
+  dotenvWarning,
   type Flags,
   parseConfig,
   type RawSettings,
@@ -82,6 +83,9 @@ export function commandContext(
     ...(sink === undefined ? {} : { destination: pretty ? prettyDestination(sink, color) : sink }),
   });
   for (const warning of config.warnings ?? []) logger.warn(warning);
+  // The .env the environment was read from, when it was (a caller's own environment has none).
+  const dotenv = options.env === undefined ? dotenvWarning() : undefined;
+  if (dotenv !== undefined) logger.warn(dotenv);
   for (const name of unknownVariables(env).unknown) {
     logger.warn(
       `${name} is not a setting of this version (${VERSION}), nor near one: ignored (a later version's setting?); \`post-reports-etl help environment\` lists them`,

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig, type RawSettings } from '../../src/config.js';
+import { dotenvWarning, parseConfig, type RawSettings } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import { findPassword, passwordTarget } from '../../src/password-file.js';
 
@@ -52,6 +52,27 @@ describe('secrets from files', () => {
       DATABASE_URL: 'postgres://etl@db.example.com/reports?sslmode=verify-full',
     });
     expect(closed.warnings).toBeUndefined();
+  });
+
+  it('warns of a .env holding a secret that others may read, naming it and chmod 600; not of one without', () => {
+    const open = file('open.env', 'POST_REPORTS_TOKEN=tok\n', 0o644);
+    expect(dotenvWarning(open)).toBe(
+      `.env: ${JSON.stringify(open)} may be read by others than its owner: chmod 600 ${JSON.stringify(open)}`,
+    );
+    const withPassword = file(
+      'password.env',
+      'DATABASE_URL=postgres://etl:pw@db.example.com/reports\n',
+      0o640,
+    );
+    expect(dotenvWarning(withPassword)).toContain('chmod 600');
+    expect(dotenvWarning(file('closed.env', 'POST_REPORTS_TOKEN=tok\n', 0o600))).toBeUndefined();
+    const noSecret = file(
+      'plain.env',
+      'DATABASE_URL=postgres://etl@db.example.com/reports\nPOST_REPORTS_SCHEMA=s\n',
+      0o644,
+    );
+    expect(dotenvWarning(noSecret)).toBeUndefined();
+    expect(dotenvWarning(join(folder, 'none.env'))).toBeUndefined();
   });
 
   it('reads the token and the connection string from files, without their final line break', () => {
