@@ -5,7 +5,7 @@
  */
 import { type ApiConfig, SETTINGS } from '../config.js';
 import { ApiError, oneLine } from '../errors.js';
-import { ProxyError } from './http-transport.js';
+import { ProxyError } from './proxy-error.js';
 
 /** OpenSSL's verification failures that a trusted CA would mend. */
 const UNTRUSTED = new Set([

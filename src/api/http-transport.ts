@@ -4,6 +4,7 @@ import { pipeline, type Readable } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { ApiTlsConfig, ProxyConfig } from '../config.js';
+import { ProxyError, proxyUnreachable } from './proxy-error.js';
 
 /** One HTTP request as the client sends it. */
 export interface HttpRequest {
@@ -32,24 +33,6 @@ export interface TransportOptions {
   readonly tls?: ApiTlsConfig | undefined;
   /** How long a proxy may take to answer a CONNECT (default 30 s). */
   readonly proxyConnectTimeoutMs?: number;
-}
-
-/**
- * The proxy refused or failed a request: a CONNECT answered with another status than 200 (`status`), a connection
- * to it lost before its answer, or a 407 to a request in absolute form. Names the proxy without its credentials.
- */
-export class ProxyError extends Error {
-  /** The proxy's status; undefined when it answered none. */
-  readonly status: number | undefined;
-  /** `http://host:port`. */
-  readonly proxy: string;
-
-  constructor(proxy: string, status: number | undefined, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ProxyError';
-    this.proxy = proxy;
-    this.status = status;
-  }
 }
 
 const PROXY_CONNECT_TIMEOUT_MS = 30_000;
@@ -139,17 +122,6 @@ export class HttpTransport {
     );
     return this.#tunnelAgent;
   }
-}
-
-/** A connection to the proxy that failed, or closed before its answer. */
-export function proxyUnreachable(proxy: ProxyConfig, error: Error, what = 'answering'): ProxyError {
-  const code = (error as NodeJS.ErrnoException).code ?? error.message;
-  return new ProxyError(
-    proxy.origin,
-    undefined,
-    `the proxy ${proxy.origin} (${proxy.source}) could not be reached, or closed the connection before ${what}: ${code}`,
-    { cause: error },
-  );
 }
 
 /**

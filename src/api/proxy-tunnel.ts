@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions, TLSSocket } from 'node:tls';
 import type { ProxyConfig } from '../config.js';
-import { ProxyError, proxyUnreachable } from './http-transport.js';
+import { ProxyError, proxyUnreachable } from './proxy-error.js';
 
 type Callback = (error: Error | null, stream: Duplex) => void;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { connectionFailure } from '../../../src/api/connection-failure.js';
-import { ProxyError } from '../../../src/api/http-transport.js';
+import { ProxyError } from '../../../src/api/proxy-error.js';
 
 const config = { baseUrl: new URL('https://api.example.com/v4/') };
 const tlsError = (code: string, message: string) => Object.assign(new Error(message), { code });
