@@ -1,7 +1,9 @@
 import type pg from 'pg';
 import type { Loader } from '../../../src/load/loader.js';
 import type { Target } from '../../../src/load/migrate.js';
+import type { Scope } from '../../../src/load/scope.js';
 import type { StagedPage, StageShape } from '../../../src/load/staging.js';
+import { type KnownReport, receiveReport } from '../../../src/load/window-state.js';
 import { createLogger, type Logger } from '../../../src/logger.js';
 import type { CustomSegment, FieldValue, MappedPost } from '../../../src/model/post-record.js';
 import type { Window } from '../../../src/model/window.js';
@@ -54,6 +56,28 @@ export async function stageAll(
     const page = { index: i, nextPage: i + 1 < pages.length ? `page-${i + 1}` : null, posts: pages[i]! };
     stage = await loader.writePage(await loader.preparePage(window, page), undefined, stage);
   }
+}
+
+/**
+ * Stages `window` from report `reportId`, which the window first received at `receivedAt` (the reuse period
+ * `reuseMs`), with one page of posts `ids` whose brand names the report, as an attempt does; returns the report.
+ */
+export async function stageReceived(
+  pool: pg.Pool,
+  loader: Loader,
+  scope: Scope,
+  received: {
+    readonly window: Window;
+    readonly reportId: string;
+    readonly at: string;
+    readonly reuseMs: number;
+  },
+  ids: readonly number[],
+): Promise<KnownReport> {
+  const { window, reportId } = received;
+  const report = await receiveReport(pool, scope, window, reportId, new Date(received.at), received.reuseMs);
+  await stageAll(loader, window, reportId, [ids.map((id) => post(id, { brand: reportId }))]);
+  return report;
 }
 
 /** Stages and commits one window. */

@@ -6,7 +6,7 @@ import { WindowClaims } from '../../../src/load/window-claims.js';
 import { endAttempt, readWindow, receiveReport } from '../../../src/load/window-state.js';
 import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
-import { captureLogger, idsOf, post, stageAll, target } from './load-fixtures.js';
+import { captureLogger, idsOf, stageReceived, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const log = captureLogger();
@@ -26,8 +26,7 @@ async function stageReport(
   receivedAt: string,
   ids: number[],
 ): Promise<void> {
-  await receiveReport(db.pool, scope, window, reportId, new Date(receivedAt), REUSE_MS);
-  await stageAll(loader, window, reportId, [ids.map((id) => post(id, { brand: reportId }))]);
+  await stageReceived(db.pool, loader, scope, { window, reportId, at: receivedAt, reuseMs: REUSE_MS }, ids);
 }
 
 describe('the age of a window report', () => {

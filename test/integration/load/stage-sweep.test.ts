@@ -3,10 +3,10 @@ import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
 import { dropStagesNotResumed, listStages, type SweepRun } from '../../../src/load/stage-sweep.js';
 import { WindowClaims } from '../../../src/load/window-claims.js';
-import { endAttempt, receiveReport, recordReport } from '../../../src/load/window-state.js';
+import { endAttempt, recordReport } from '../../../src/load/window-state.js';
 import type { Window } from '../../../src/model/window.js';
 import { createTestDatabase } from '../../helpers/database.js';
-import { captureLogger, post, stageAll, target } from './load-fixtures.js';
+import { captureLogger, stageReceived, target } from './load-fixtures.js';
 
 const db = await createTestDatabase();
 const log = captureLogger();
@@ -26,8 +26,13 @@ async function stageReport(
   receivedAt: string,
   ids: number[],
 ): Promise<void> {
-  const report = await receiveReport(db.pool, scope, window, reportId, new Date(receivedAt), REUSE_MS);
-  await stageAll(loader, window, reportId, [ids.map((id) => post(id, { brand: reportId }))]);
+  const report = await stageReceived(
+    db.pool,
+    loader,
+    scope,
+    { window, reportId, at: receivedAt, reuseMs: REUSE_MS },
+    ids,
+  );
   await recordReport(db.pool, scope, window, report);
 }
 
