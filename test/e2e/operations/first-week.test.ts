@@ -266,14 +266,16 @@ describe('where a run wrote, and every setting in force (4)', () => {
     await writeFile(join(dir, '.env'), 'POST_REPORTS_BRANDS=Atlas Athletics\n');
     await writeFile(join(dir, 'settings.json'), JSON.stringify({ POST_REPORTS_WINDOW_DAYS: 14 }));
     const url = new URL(db.url);
-    url.password = 'S3cretPw';
+    // A password to be hidden: the server's own where it asks for one (the embedded server), else one trust ignores.
+    if (url.password === '') url.password = 'S3cretPw';
+    const password = decodeURIComponent(url.password);
     const base = env('config_shown', {
       DATABASE_URL: url.toString(),
       POST_REPORTS_CONFIG: join(dir, 'settings.json'),
     });
     const run = await runCli(['config', '--concurrency', '2'], base, { cwd: dir });
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).not.toContain('S3cretPw');
+    expect(run.stdout).not.toContain(password);
     expect(run.stdout).not.toContain(sim.token);
     const report = run.summary as {
       settings: { env: string; value: string | null; source: string | null }[];
