@@ -134,13 +134,23 @@ export function httpErrorCode(status: number): 'TOKEN_REJECTED' | 'API_HTTP_ERRO
   return status === 401 || status === 403 ? 'TOKEN_REJECTED' : 'API_HTTP_ERROR';
 }
 
+/** pg's own words (no SQLSTATE) when the server asks for a password (SCRAM, md5) and the connection gives none. */
+const PASSWORD_NOT_GIVEN =
+  /client password must be a string|password must be a string|no password (was )?(supplied|given)/i;
+
 /**
- * The code of PostgreSQL's refusal of a connection that needs a person: class 28 (the role or its password) and
- * 3D000 (no such database); undefined for any other.
+ * A refusal of a connection that needs a person (DB_LOGIN_REJECTED, DB_NOT_FOUND): PostgreSQL's class 28 (the role
+ * or its password) and 3D000 (no such database), or pg's before it asks (a password the server wants, not given).
  */
-export function refusalCode(state: string | undefined): 'DB_LOGIN_REJECTED' | 'DB_NOT_FOUND' | undefined {
-  if (state?.startsWith('28') === true) return 'DB_LOGIN_REJECTED';
-  return state === '3D000' ? 'DB_NOT_FOUND' : undefined;
+export type ConnectionRefusal = 'login rejected' | 'password not given' | 'no such database';
+
+export function connectionRefusal(error: unknown): ConnectionRefusal | undefined {
+  const state = sqlState(error);
+  if (state?.startsWith('28') === true) return 'login rejected';
+  if (state === '3D000') return 'no such database';
+  return state === undefined && error instanceof Error && PASSWORD_NOT_GIVEN.test(error.message)
+    ? 'password not given'
+    : undefined;
 }
 
 /** Whether a failed request is sent again (network errors, timeouts, 408, 429, 5xx; never an abort). */
@@ -186,6 +196,14 @@ export type DatabaseFault = 'connection lost' | 'conflict' | 'lock timeout';
 
 /** Class 08 (connection exception), 57P01-57P03 (terminated, crashed, not yet accepting), 57P05 (idle cut). */
 const LOST_STATES = /^(08...|57P0[1235])$/;
+/** The SQLSTATE of a pg error, if the value is one. */
+export function sqlState(error: unknown): string | undefined {
+  if (error !== null && typeof error === 'object' && 'code' in error && typeof error.code === 'string') {
+    return error.code;
+  }
+  return undefined;
+}
+
 /** The SQLSTATEs of the faults other than a lost session. */
 export const DATABASE_FAULTS: Readonly<Record<string, DatabaseFault>> = {
   '40001': 'conflict', // serialization_failure
@@ -230,6 +248,76 @@ export function databaseFault(error: unknown): DatabaseFault | undefined {
   return undefined;
 }
 
+/**
+ * PostgreSQL's answers that are not faults (the same statement would meet them again) but facts the loader acts
+ * on, each where it is met (https://www.postgresql.org/docs/current/errcodes-appendix.html):
+ * - `no such table`, `no such column`: a schema not made yet, or made by an older version: read as empty;
+ * - `duplicate key`: a post id the report repeats: the stage loses its key, the commit keeps the last occurrence;
+ * - `duplicate column`: a column added outside the schema lock meanwhile: the columns are read and chosen again;
+ * - `overlapping partition`: another period's partition holds some of the dates (the setting changed): the rows
+ *   go there;
+ * - `no partition for the row`: dates between partitions of another period: the window fails, naming the setting.
+ */
+export const DATABASE_ANSWERS = {
+  'no such table': '42P01', // undefined_table
+  'no such column': '42703', // undefined_column
+  'duplicate key': '23505', // unique_violation
+  'duplicate column': '42701', // duplicate_column
+  'overlapping partition': '42P17', // invalid_object_definition
+  'no partition for the row': '23514', // check_violation
+} as const;
+export type DatabaseAnswer = keyof typeof DATABASE_ANSWERS;
+
+/** Whether PostgreSQL refused the statement with one of `answers`. */
+export function answeredWith(error: unknown, ...answers: readonly DatabaseAnswer[]): boolean {
+  const state = sqlState(error);
+  return state !== undefined && answers.some((answer) => DATABASE_ANSWERS[answer] === state);
+}
+
+/**
+ * Whether PostgreSQL refused what a statement wrote or the shape it wrote into (classes 22: data exception, 23:
+ * integrity constraint, 42: syntax error or access rule violation), as opposed to the way it was written (a lost
+ * connection, a timeout, a cancel): a page's fast write then takes the careful way, which tells the causes apart.
+ */
+export function refusedWhatWasWritten(error: unknown): boolean {
+  return /^(22|23|42)/.test(sqlState(error) ?? '');
+}
+
+/**
+ * Whether PostgreSQL refused a definition (class 42): a partition the parent's partitioning, collation or
+ * constraints do not allow.
+ */
+export function refusedDefinition(error: unknown): boolean {
+  return sqlState(error)?.startsWith('42') === true;
+}
+
+/**
+ * The deadline of the connector's own (each a setting) that ended a statement or a connection, if one did. A lock
+ * timeout and a statement timeout share their SQLSTATE with a lock refused at once (NOWAIT) and a cancel: only
+ * PostgreSQL's words tell them apart; pg's connect timeout has no code at all.
+ */
+export type DatabaseDeadline = 'lock' | 'statement' | 'idle in transaction' | 'connect';
+
+export function databaseDeadline(error: unknown): DatabaseDeadline | undefined {
+  const state = sqlState(error);
+  const reason = error instanceof Error ? error.message : String(error);
+  if (state === '55P03' && /lock timeout/i.test(reason)) return 'lock'; // lock_not_available
+  if (state === '57014' && /statement timeout/i.test(reason)) return 'statement'; // query_canceled
+  if (state === '25P03') return 'idle in transaction'; // idle_in_transaction_session_timeout
+  if (state === undefined && /timeout exceeded when trying to connect|connection timeout/i.test(reason)) {
+    return 'connect';
+  }
+  return undefined;
+}
+
+/**
+ * Whether PostgreSQL itself answered with the error (a SQLSTATE: classes 00-58, F0, HV, P0, XX), as opposed to the
+ * network or pg (Node's codes, such as EPIPE, have the same length).
+ */
+export function answeredByServer(error: unknown): boolean {
+  return /^(?:[0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/.test(sqlState(error) ?? '');
+}
+
 /** Whether the database went away (see DatabaseFault): retrying once it is back can succeed. */
 export function isConnectionLoss(error: unknown): boolean {
   return databaseFault(error) === 'connection lost';
@@ -247,6 +335,8 @@ export const RETRY_WAITS = {
   window: { firstMs: 1000, maxMs: 30_000, budget: SETTINGS.windowAttempts.env },
   /** A database fault: reconnecting, a claim, a commit, a conflict or a lock timeout. */
   database: { firstMs: 250, maxMs: 5000, budget: SETTINGS.reconnectWaitMs.env },
+  /** Windows another process holds: asked again at this pace until it lets go (or the run is stopped). */
+  busy: { everyMs: 250 },
 } as const;
 
 /**

@@ -4,7 +4,9 @@
  * and staged again are kept, the others deleted or inserted). MVCC shows readers the old windows or
  * the new ones, never a mix, and takes no lock that holds them; a killed connection leaves the old contents.
  */
+
 import type pg from 'pg';
+import { answeredWith } from '../error-policy.js';
 import { StoreError } from '../errors.js';
 import { byStart, sameWindow, type Window, windowLabel } from '../model/window.js';
 import { asStoreError, withTransaction } from './database.js';
@@ -19,7 +21,6 @@ import {
   PARTITIONED_TABLES,
   partitionsFound,
 } from './period-partitions.js';
-import { CHECK_VIOLATION, sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
 import type { Scope } from './scope.js';
 import { checkWindow, columnsOf, lockProgress, type ProgressRow } from './stage-progress.js';
@@ -194,8 +195,9 @@ async function insertWindow(
   try {
     inserted = await insertRows(client, context, window, stage, columns);
   } catch (error) {
-    if (sqlState(error) === CHECK_VIOLATION) throw noPartitionError(window.start, partitionPeriod);
-    if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
+    if (answeredWith(error, 'no partition for the row'))
+      throw noPartitionError(window.start, partitionPeriod);
+    if (!answeredWith(error, 'duplicate key')) throw error;
     await client.query(queries.rollbackToSavepoint('insert'));
     if (!(await keepLastOccurrences(client, context, window, stage))) throw error;
     inserted = await insertRows(client, context, window, stage, columns);

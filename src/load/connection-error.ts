@@ -1,8 +1,7 @@
 import { SETTINGS } from '../config.js';
-import { refusalCode } from '../error-policy.js';
+import { answeredByServer, connectionRefusal } from '../error-policy.js';
 import { EtlError, oneLine, StoreError } from '../errors.js';
 import { asStoreError, deadlineHint } from './database.js';
-import { sqlState } from './pg-error-codes.js';
 
 /**
  * An error met reaching the database, as every command words it: named by host, port and database, never the
@@ -12,7 +11,6 @@ import { sqlState } from './pg-error-codes.js';
  */
 export function connectionError(url: string, error: unknown): EtlError {
   if (error instanceof EtlError) return error;
-  const state = sqlState(error);
   const where = databaseWhere(url);
   let database = '';
   try {
@@ -21,28 +19,23 @@ export function connectionError(url: string, error: unknown): EtlError {
     // An unparsable URL: the reason below says why.
   }
   const reason = error instanceof Error ? error.message : String(error);
-  const refusal = refusalCode(state);
+  const refusal = connectionRefusal(error);
   // The server refused the role or its password; retrying cannot help, a person must fix the login.
-  if (refusal === 'DB_LOGIN_REJECTED') {
+  if (refusal === 'login rejected') {
     return new StoreError(
       'DB_LOGIN_REJECTED',
       `PostgreSQL at ${where} refused the login: ${oneLine(reason, 200)}: check the user and password of ${SETTINGS.databaseUrl.env} (a password's @, #, / or ? percent-encoded), PGPASSWORD or ~/.pgpass`,
       { cause: error },
     );
   }
-  if (refusal === 'DB_NOT_FOUND') {
+  if (refusal === 'no such database') {
     return new StoreError(
       'DB_NOT_FOUND',
       `PostgreSQL at ${where} has no database ${JSON.stringify(database)}: create it, or correct ${SETTINGS.databaseUrl.env} (${SETTINGS.databaseUrl.flag})`,
       { cause: error },
     );
   }
-  // pg's own words when the server asks for a password (SCRAM, md5) and the connection string gives none.
-  if (
-    /client password must be a string|password must be a string|no password (was )?(supplied|given)/i.test(
-      reason,
-    )
-  ) {
+  if (refusal === 'password not given') {
     return new StoreError(
       'DB_LOGIN_REJECTED',
       `PostgreSQL at ${where} asks for a password and none was given: put it in ${SETTINGS.databaseUrl.env} (percent-encoded), or set PGPASSWORD, or add a line to ~/.pgpass (${SETTINGS.passwordFile.env})`,
@@ -50,7 +43,7 @@ export function connectionError(url: string, error: unknown): EtlError {
     );
   }
   // Any other SQLSTATE means PostgreSQL answered: its own message speaks for itself.
-  if (/^[0-9A-Z]{5}$/.test(state ?? '')) return asStoreError(`PostgreSQL at ${where}`, error);
+  if (answeredByServer(error)) return asStoreError(`PostgreSQL at ${where}`, error);
   return new StoreError(
     'DB_ERROR',
     `cannot connect to PostgreSQL at ${where}: ${oneLine(reason, 200)}${deadlineHint(error)}`,

@@ -47,6 +47,41 @@ export async function retryDatabase<T>(
   });
 }
 
+/** What waitWhileBusy's probe found: still busy. */
+class StillBusy extends Error {}
+
+/**
+ * Asks `probe` again (every RETRY_WAITS.busy.everyMs) until it answers (not undefined): a wait for another process
+ * to let go of what it holds, not for a fault, so it lasts until the answer or the signal. `onWait` is told once,
+ * before the first wait. Errors of the probe end the wait as they are.
+ */
+export async function waitWhileBusy<T>(
+  probe: () => Promise<T | undefined>,
+  options: { readonly signal: AbortSignal; readonly onWait?: () => void },
+): Promise<T> {
+  const { signal, onWait } = options;
+  return pRetry(
+    async () => {
+      const answer = await probe();
+      if (answer === undefined) throw new StillBusy('still held by another process');
+      return answer;
+    },
+    {
+      retries: Number.POSITIVE_INFINITY,
+      minTimeout: RETRY_WAITS.busy.everyMs,
+      maxTimeout: RETRY_WAITS.busy.everyMs,
+      factor: 1,
+      randomize: false,
+      signal,
+      shouldRetry: ({ error, attemptNumber }) => {
+        if (!(error instanceof StillBusy) || signal.aborted) return false;
+        if (attemptNumber === 1) onWait?.();
+        return true;
+      },
+    },
+  );
+}
+
 /** An error that ends retryDatabase at once, thrown as `error` itself. */
 export function finalError(error: unknown): Error {
   return new AbortError(error instanceof Error ? error : new Error(String(error)));

@@ -1,14 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type DbConfig, SETTINGS } from '../config.js';
+import { answeredByServer, type DatabaseDeadline, databaseDeadline, sqlState } from '../error-policy.js';
 import { EtlError, isAbortError, oneLine, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import {
-  IDLE_IN_TRANSACTION_TIMEOUT,
-  LOCK_NOT_AVAILABLE,
-  QUERY_CANCELED,
-  sqlState,
-} from './pg-error-codes.js';
 import { cancelOwnBackend, readOwnBackend, terminateOwnBackend } from './queries.js';
 
 export interface PoolOptions {
@@ -218,7 +213,7 @@ export async function withTransaction<T>(
       }
     }
     if (signal?.aborted) throw isAbortError(error) ? error : abortError(signal, error);
-    throw connectionError !== undefined && sqlState(error) === undefined ? connectionError : error;
+    throw connectionError !== undefined && !answeredByServer(error) ? connectionError : error;
   } finally {
     client.off('error', onError);
     client.release(broken);
@@ -373,21 +368,16 @@ export function asStoreError(operation: string, error: unknown): EtlError {
   );
 }
 
+/** The setting whose deadline ended the statement or connection (databaseDeadline), as a suffix for its message. */
+const DEADLINE_HINTS: { readonly [D in DatabaseDeadline]: string } = {
+  lock: ` (waited for a lock held by another session longer than ${SETTINGS.lockTimeoutMs.env})`,
+  statement: ` (the statement ran longer than ${SETTINGS.statementTimeoutMs.env})`,
+  'idle in transaction': ` (a transaction stayed idle longer than ${SETTINGS.idleInTransactionTimeoutMs.env})`,
+  connect: ` (no connection within ${SETTINGS.connectTimeoutMs.env})`,
+};
+
 /** Which of the connector's database deadlines an error comes from, as a suffix for its message ('' if none). */
 export function deadlineHint(error: unknown): string {
-  const state = sqlState(error);
-  const reason = error instanceof Error ? error.message : String(error);
-  if (state === LOCK_NOT_AVAILABLE && /lock timeout/i.test(reason)) {
-    return ` (waited for a lock held by another session longer than ${SETTINGS.lockTimeoutMs.env})`;
-  }
-  if (state === QUERY_CANCELED && /statement timeout/i.test(reason)) {
-    return ` (the statement ran longer than ${SETTINGS.statementTimeoutMs.env})`;
-  }
-  if (state === IDLE_IN_TRANSACTION_TIMEOUT) {
-    return ` (a transaction stayed idle longer than ${SETTINGS.idleInTransactionTimeoutMs.env})`;
-  }
-  if (state === undefined && /timeout exceeded when trying to connect|connection timeout/i.test(reason)) {
-    return ` (no connection within ${SETTINGS.connectTimeoutMs.env})`;
-  }
-  return '';
+  const deadline = databaseDeadline(error);
+  return deadline === undefined ? '' : DEADLINE_HINTS[deadline];
 }

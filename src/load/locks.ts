@@ -3,13 +3,14 @@
  * locks serialize short critical sections (DDL on posts, the window commits, a window's stage); session locks hold a schema
  * for a migration or for a whole run.
  */
+
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
+import { databaseFault } from '../error-policy.js';
 import { oneLine, StoreError } from '../errors.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import { backendOf, backendPid } from './database.js';
 import { finalError, retryDatabase } from './database-retry.js';
-import { LOCK_NOT_AVAILABLE, sqlState } from './pg-error-codes.js';
 import { cancelOwnBackend } from './queries.js';
 import { type Scope, scopeName } from './scope.js';
 import { parseSessionName, type RunName } from './session-name.js';
@@ -280,7 +281,7 @@ export async function acquireRunLock(
     if (!told) options.onWait?.(`${waitingFor}: waiting up to ${Math.round(waitMs / 1000)} s`);
     told = true;
     await queueForLock(pool, client, lockKey, mode, left, options.signal).catch((error: unknown) => {
-      if (sqlState(error) !== LOCK_NOT_AVAILABLE) throw error;
+      if (databaseFault(error) !== 'lock timeout') throw error;
       throw new StoreError(
         'LOCK_HELD',
         `${waitingFor}; waited ${Math.round(waitMs / 1000)} s (${SETTINGS.lockWaitMs.env})`,

@@ -6,10 +6,11 @@
  * needs one; those loaded keep their period when the setting changes (a period that would overlap them is not
  * made, and the window goes where its dates already are).
  */
+
 import type pg from 'pg';
+import { answeredWith, refusedDefinition } from '../error-policy.js';
 import { StoreError } from '../errors.js';
 import type { PartitionPeriod } from '../model/partition-period.js';
-import { INVALID_OBJECT_DEFINITION, sqlState } from './pg-error-codes.js';
 import type { StagePeriod } from './queries.js';
 import * as queries from './queries.js';
 import { orgTableName, type Scope } from './scope.js';
@@ -75,7 +76,7 @@ export async function ensurePartitions(
       await client.query(queries.attachRange(schema, parent, name, org, bounds.from, bounds.to));
       await client.query(queries.releaseSavepoint('partition'));
     } catch (error) {
-      if (sqlState(error) !== INVALID_OBJECT_DEFINITION) throw error;
+      if (!answeredWith(error, 'overlapping partition')) throw error;
       // Another period's partition holds some of these dates (the setting changed): the rows go there.
       await client.query(queries.rollbackToSavepoint('partition'));
     }
@@ -132,7 +133,7 @@ export async function fillNewPartitions(
       await client.query(queries.dropConstraint(schema, name, check));
     }
   } catch (error) {
-    if (sqlState(error) !== INVALID_OBJECT_DEFINITION) throw error;
+    if (!answeredWith(error, 'overlapping partition')) throw error;
     await client.query(queries.rollbackToSavepoint('fill'));
     await client.query(queries.releaseSavepoint('fill'));
     return false;
@@ -216,7 +217,7 @@ export async function attachStages(
       await client.query(queries.dropConstraint(schema, partition, queries.stagePeriodCheck(stage)));
     }
   } catch (error) {
-    if (!cannotAttach(error)) throw error;
+    if (!refusedDefinition(error)) throw error;
     await client.query(queries.rollbackToSavepoint('attach'));
     await client.query(queries.releaseSavepoint('attach'));
     return false;
@@ -250,12 +251,6 @@ async function alignWithParent(
   if (filled.rows.some((r) => missing.some((m) => m.column === r.name))) return false;
   await client.query(queries.addColumns(schema, stage, missing));
   return true;
-}
-
-// What the attach refuses in a table that is otherwise sound: a collation, a constraint or dates the parent's
-// partitioning does not allow (SQLSTATE class 42). Anything else is a failure of the commit.
-function cannotAttach(error: unknown): boolean {
-  return sqlState(error)?.startsWith('42') === true;
 }
 
 /** A row routed to no partition: the dates fall between partitions of another period than the setting's. */

@@ -4,8 +4,9 @@
  * gives the table a new file); a reset of an organization counts itself in its sync_state row. A run whose lock's
  * session was lost compares them before and after taking the lock again.
  */
+
 import type pg from 'pg';
-import { sqlState, UNDEFINED_COLUMN, UNDEFINED_TABLE } from './pg-error-codes.js';
+import { answeredWith } from '../error-policy.js';
 import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -36,8 +37,7 @@ export async function organizationEpoch(db: Queryable, scope: Scope): Promise<st
     );
     return rows[0]?.epoch ?? '0';
   } catch (error) {
-    const state = sqlState(error);
-    if (state === UNDEFINED_TABLE || state === UNDEFINED_COLUMN) return '0';
+    if (answeredWith(error, 'no such table', 'no such column')) return '0';
     throw error;
   }
 }

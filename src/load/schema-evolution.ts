@@ -20,7 +20,9 @@
  * The documented fields a run loads are known before any page: their columns are made at its preparation
  * (addDeclaredColumns), so that pages of documented records need no DDL.
  */
+
 import type pg from 'pg';
+import { answeredWith } from '../error-policy.js';
 import { DataError, oneLine } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type PagePosts, PageTape, VALUE_STRIDE } from '../model/page-tape.js';
@@ -42,7 +44,6 @@ import {
 import { ddlLockKey, lockForTransaction } from './locks.js';
 import type { Target } from './migrate.js';
 import { partitionKeys } from './period-partitions.js';
-import { DUPLICATE_COLUMN, sqlState } from './pg-error-codes.js';
 import * as queries from './queries.js';
 import { scopeOf } from './scope.js';
 import { qualified } from './table-names.js';
@@ -519,7 +520,7 @@ async function applyChanges(
       });
     } catch (error) {
       // Someone outside the lock (an operator) added the same column name meanwhile: read again, choose again.
-      if (sqlState(error) === DUPLICATE_COLUMN && attempt < 3) continue;
+      if (answeredWith(error, 'duplicate column') && attempt < 3) continue;
       throw error;
     }
     if (added.length > 0)

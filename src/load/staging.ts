@@ -2,10 +2,12 @@
  * Staging a window: each page is COPYed into the window's two stage tables, with its resume progress in
  * stage_progress written in the same transaction, so that stage and progress always agree.
  */
+
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { answeredWith, refusedWhatWasWritten } from '../error-policy.js';
 import { DataError, StoreError } from '../errors.js';
 import { type PagePosts, PageTape } from '../model/page-tape.js';
 import { type Window, windowLabel } from '../model/window.js';
@@ -14,7 +16,6 @@ import { asStoreError, withTransaction } from './database.js';
 import type { LoadContext } from './load-context.js';
 import { lockForTransaction, windowLockKey } from './locks.js';
 import { periodToOpen } from './period-partitions.js';
-import { sqlState, UNIQUE_VIOLATION } from './pg-error-codes.js';
 import * as queries from './queries.js';
 import {
   type ColumnBudget,
@@ -375,7 +376,7 @@ async function stageCarefully(
   } catch (error) {
     // Only a keyed stage has a key to violate (createStage): the report repeats a post id, and the commit
     // keeps its last occurrence, as it does for any stage.
-    if (sqlState(error) !== UNIQUE_VIOLATION) throw error;
+    if (!answeredWith(error, 'duplicate key')) throw error;
     await unkey(context, window, signal);
     context.logger.debug(
       { window: windowLabel(window), page: index + 1 },
@@ -389,12 +390,6 @@ async function stageCarefully(
 function fits(known: StageShape, prepared: PreparedPage): boolean {
   return prepared.columns.every((c, i) => known.columns.get(c.column) === prepared.stageTypes[i]);
 }
-
-/**
- * What the stage's data or shape refused (a data exception, a key, a column or table missing): the careful way
- * tells them apart. Any other failure (a lost connection, a timeout, a cancel) is the write's.
- */
-const CAREFUL_STATES = /^(22|23|42)/;
 
 /**
  * The page into the stage as the page before left it, its statements sent together (StatementPipeline: BEGIN,
@@ -439,7 +434,7 @@ async function stagedPipelined(
     });
     return true;
   } catch (error) {
-    if (error instanceof NotInLine || CAREFUL_STATES.test(sqlState(error) ?? '')) return false;
+    if (error instanceof NotInLine || refusedWhatWasWritten(error)) return false;
     throw error;
   }
 }

@@ -2,9 +2,10 @@
  * The field selection recorded with a target in sync_state (migration 004), and the fields the API has sent to
  * its schema (field_columns).
  */
+
 import pg from 'pg';
+import { answeredWith } from '../error-policy.js';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
-import { sqlState, UNDEFINED_TABLE } from './pg-error-codes.js';
 import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -31,7 +32,7 @@ export async function readStoredFields(
     );
     reported = rows.map((r) => r.field);
   } catch (error) {
-    if (sqlState(error) !== UNDEFINED_TABLE) throw error;
+    if (!answeredWith(error, 'no such table')) throw error;
   }
   return { selection, reported };
 }

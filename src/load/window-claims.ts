@@ -3,12 +3,11 @@
  * the schema. A claim is a session advisory lock held by the run's claims connection, so that it frees itself when
  * its process dies (the connection dies with it). PostgreSQL is the only coordinator.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { isConnectionLoss } from '../error-policy.js';
 import type { Logger } from '../logger.js';
 import { type Window, windowLabel } from '../model/window.js';
-import { retryDatabase } from './database-retry.js';
+import { retryDatabase, waitWhileBusy } from './database-retry.js';
 import {
   lockHolders,
   sessionHolds,
@@ -19,8 +18,6 @@ import {
 } from './locks.js';
 import type { Scope } from './scope.js';
 import { loadedFrom } from './window-state.js';
-
-const WAIT_MS = 250;
 
 /** What a claim attempt found. */
 export type ClaimOutcome =
@@ -104,21 +101,21 @@ export class WindowClaims {
   }
 
   /** Waits until the group is free, then claims it (or finds it loaded by the process that held it). */
-  async waitFor(group: readonly Window[], signal: AbortSignal): Promise<Exclude<ClaimOutcome, 'taken'>> {
-    let told = false;
-    for (;;) {
-      signal.throwIfAborted();
-      const outcome = await this.claim(group, signal);
-      if (outcome !== 'taken') return outcome;
-      if (!told) {
-        this.#logger.info(
-          { windows: group.map(windowLabel) },
-          'waiting for another process to finish these windows',
-        );
-        told = true;
-      }
-      await sleep(WAIT_MS, undefined, { signal });
-    }
+  waitFor(group: readonly Window[], signal: AbortSignal): Promise<Exclude<ClaimOutcome, 'taken'>> {
+    return waitWhileBusy(
+      async () => {
+        const outcome = await this.claim(group, signal);
+        return outcome === 'taken' ? undefined : outcome;
+      },
+      {
+        signal,
+        onWait: () =>
+          this.#logger.info(
+            { windows: group.map(windowLabel) },
+            'waiting for another process to finish these windows',
+          ),
+      },
+    );
   }
 
   /**

@@ -3,10 +3,11 @@
  * whether the run would load it. Reads only (no migration, no API call), so that an orchestrator can map tasks
  * over it and an operator can see what will happen.
  */
+
 import type pg from 'pg';
 import type { Config } from '../config.js';
+import { answeredWith } from '../error-policy.js';
 import { type LockHolder, windowClaimHolders } from '../load/locks.js';
-import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import type { Scope } from '../load/scope.js';
 import {
   firstLoadedDate,
@@ -129,7 +130,7 @@ async function readState(pool: pg.Pool, scope: Scope): Promise<SchemaState> {
     };
   } catch (error) {
     // A schema not set up yet: nothing is loaded.
-    if (sqlState(error) === UNDEFINED_TABLE) return NOTHING;
+    if (answeredWith(error, 'no such table')) return NOTHING;
     throw error;
   }
 }

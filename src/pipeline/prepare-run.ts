@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
+import { answeredWith } from '../error-policy.js';
 import { ConfigError } from '../errors.js';
 import { asStoreError, withTransaction } from '../load/database.js';
 import { type DeclaredType, expectedFields } from '../load/declared-types.js';
 import { migrate } from '../load/migrate.js';
-import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import { addDeclaredColumns } from '../load/schema-evolution.js';
 import { type Scope, scopeName } from '../load/scope.js';
 import { type DroppedStage, dropStagesNotResumed } from '../load/stage-sweep.js';
@@ -182,7 +182,7 @@ async function peekTarget(
     const firstLoaded = await firstLoadedDate(pool, scope);
     return { stored: { target, history: { cursor: target.cursorDate, firstLoaded } }, postIdField };
   } catch (error) {
-    if (sqlState(error) === UNDEFINED_TABLE) return { stored: null, postIdField: null };
+    if (answeredWith(error, 'no such table')) return { stored: null, postIdField: null };
     throw error;
   }
 }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
+import { answeredWith } from '../error-policy.js';
 import { type Scope, scopeName } from '../load/scope.js';
 import { previewReset, type ResetPreview } from '../load/window-state.js';
 
@@ -12,7 +12,7 @@ export async function readResetPreview(pool: pg.Pool, scope: Scope): Promise<Res
   try {
     return await previewReset(pool, scope);
   } catch (error) {
-    if (sqlState(error) === UNDEFINED_TABLE) return NOTHING;
+    if (answeredWith(error, 'no such table')) return NOTHING;
     throw error;
   }
 }

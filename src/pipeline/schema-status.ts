@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { SETTINGS } from '../config.js';
+import { answeredWith } from '../error-policy.js';
 import { ConfigError } from '../errors.js';
 import { type LockHolder, organizationLockHolders, windowClaimHolders } from '../load/locks.js';
-import { sqlState, UNDEFINED_TABLE } from '../load/pg-error-codes.js';
 import type { Scope } from '../load/scope.js';
 import { listStages, type StageTables } from '../load/stage-sweep.js';
 import {
@@ -99,7 +99,7 @@ export async function readSchemaStatus(db: pg.Pool, scope: Scope): Promise<Schem
     fields = target?.fieldSelection ?? null;
     stages = await listStages(db, scope);
   } catch (error) {
-    if (sqlState(error) !== UNDEFINED_TABLE) throw error;
+    if (!answeredWith(error, 'no such table')) throw error;
   }
   const runs = await organizationLockHolders(db, scope);
   const holders = await windowClaimHolders(db, scope, windows);
@@ -143,7 +143,7 @@ export async function readOrganizations(db: pg.Pool, schema: string): Promise<st
   try {
     return await listOrganizations(db, schema);
   } catch (error) {
-    if (sqlState(error) === UNDEFINED_TABLE) return [];
+    if (answeredWith(error, 'no such table')) return [];
     throw error;
   }
 }

@@ -1,6 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
+  answeredByServer,
+  answeredWith,
+  connectionRefusal,
+  DATABASE_ANSWERS,
+  databaseDeadline,
   databaseFault,
   ERROR_POLICY,
   EXIT,
@@ -8,7 +13,8 @@ import {
   exitForError,
   httpErrorCode,
   needsAPerson,
-  refusalCode,
+  refusedDefinition,
+  refusedWhatWasWritten,
   reportEnd,
   retriesWindow,
   stopsTheRun,
@@ -25,7 +31,7 @@ function declaredCodes(): string[] {
 }
 
 /** A pg error as the driver raises it: a message and a SQLSTATE. */
-function pgError(code: string, message: string): Error {
+function pgError(code: string, message = 'refused'): Error {
   return Object.assign(new Error(message), { code });
 }
 
@@ -122,12 +128,15 @@ describe('what an error is named as it is raised', () => {
     expect(httpErrorCode(503)).toBe('API_HTTP_ERROR');
   });
 
-  it('a login refused (class 28) or a database missing (3D000) needs a person; nothing else', () => {
-    expect(refusalCode('28P01')).toBe('DB_LOGIN_REJECTED');
-    expect(refusalCode('28000')).toBe('DB_LOGIN_REJECTED');
-    expect(refusalCode('3D000')).toBe('DB_NOT_FOUND');
-    expect(refusalCode('57P03')).toBeUndefined();
-    expect(refusalCode(undefined)).toBeUndefined();
+  it('a login refused (class 28), a password not given or a database missing (3D000) needs a person; nothing else', () => {
+    expect(connectionRefusal(pgError('28P01'))).toBe('login rejected');
+    expect(connectionRefusal(pgError('28000'))).toBe('login rejected');
+    expect(connectionRefusal(pgError('3D000'))).toBe('no such database');
+    expect(
+      connectionRefusal(new Error('SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string')),
+    ).toBe('password not given');
+    expect(connectionRefusal(pgError('57P03'))).toBeUndefined();
+    expect(connectionRefusal(new Error('connect ECONNREFUSED 127.0.0.1:5432'))).toBeUndefined();
   });
 });
 
@@ -141,5 +150,63 @@ describe('what an attempt makes of its report', () => {
     expect(reportEnd(new ApiError('API_TIMEOUT', 'x'))).toBeNull();
     expect(reportEnd(new StoreError('DB_ERROR', 'x'))).toBeNull();
     expect(reportEnd(new Error('x'))).toBeNull();
+  });
+});
+
+describe("the database's answers", () => {
+  it('each named answer is its SQLSTATE, and only that one', () => {
+    for (const [answer, state] of Object.entries(DATABASE_ANSWERS)) {
+      expect(answeredWith(pgError(state), answer as keyof typeof DATABASE_ANSWERS)).toBe(true);
+      expect(answeredWith(pgError('40001'), answer as keyof typeof DATABASE_ANSWERS)).toBe(false);
+    }
+    expect(answeredWith(pgError('42703'), 'no such table', 'no such column')).toBe(true);
+    expect(answeredWith(new Error('no code'), 'no such table')).toBe(false);
+  });
+
+  it("what was written is refused by classes 22, 23 and 42; a lost session, a timeout or a cancel is the write's", () => {
+    for (const state of ['22P02', '22021', '23505', '23502', '42703', '42P01']) {
+      expect(refusedWhatWasWritten(pgError(state))).toBe(true);
+    }
+    for (const state of ['57014', '57P01', '08006', '40001', '55P03', '25P03']) {
+      expect(refusedWhatWasWritten(pgError(state))).toBe(false);
+    }
+    expect(refusedWhatWasWritten(new Error('Connection terminated unexpectedly'))).toBe(false);
+    expect(refusedDefinition(pgError('42P17'))).toBe(true);
+    expect(refusedDefinition(pgError('23514'))).toBe(false);
+  });
+
+  it("the connector's own deadlines are told from a refusal or a cancel that share their SQLSTATE", () => {
+    expect(databaseDeadline(pgError('55P03', 'canceling statement due to lock timeout'))).toBe('lock');
+    expect(databaseDeadline(pgError('55P03', 'could not obtain lock on relation "posts"'))).toBeUndefined();
+    expect(databaseDeadline(pgError('57014', 'canceling statement due to statement timeout'))).toBe(
+      'statement',
+    );
+    expect(databaseDeadline(pgError('57014', 'canceling statement due to user request'))).toBeUndefined();
+    expect(databaseDeadline(pgError('25P03'))).toBe('idle in transaction');
+    expect(databaseDeadline(new Error('timeout exceeded when trying to connect'))).toBe('connect');
+  });
+
+  it("PostgreSQL's SQLSTATEs are told from Node's codes of the same length", () => {
+    for (const state of ['42P01', '3D000', 'XX000', 'P0001', 'HV000', 'F0000']) {
+      expect(answeredByServer(pgError(state))).toBe(true);
+    }
+    for (const code of ['EPIPE', 'EPERM', 'ECONNRESET']) expect(answeredByServer(pgError(code))).toBe(false);
+  });
+
+  it('no module but the policy decides by an SQLSTATE', () => {
+    const sources = readdirSync(new URL('../../src', import.meta.url), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts') && file !== 'error-policy.ts' && !file.startsWith('simulator'))
+      .map((file) => ({ file, text: readFileSync(new URL(`../../src/${file}`, import.meta.url), 'utf8') }));
+    const deciding = sources.flatMap(({ file, text }) =>
+      [
+        // An SQLSTATE literal ('40P01', '23505') compared, a case or a key of a table; or a code compared or matched.
+        /(?:===|!==|case)\s*'(?:[0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}'|'(?:[0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}'\s*:/,
+        /sqlState\([^)]*\)\s*(?:===|!==|\?\.startsWith)/,
+        /\.test\(sqlState/,
+      ]
+        .filter((pattern) => pattern.test(text))
+        .map((pattern) => `${file}: ${pattern.source}`),
+    );
+    expect(deciding).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sqlState } from '../../../src/load/pg-error-codes.js';
+import { sqlState } from '../../../src/error-policy.js';
 import { type PipelineStatement, StatementPipeline } from '../../../src/load/statement-pipeline.js';
 import { createTestDatabase } from '../../helpers/database.js';
 
