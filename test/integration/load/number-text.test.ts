@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { numericText } from '../../../src/load/number-text.js';
 import { sqlState } from '../../../src/error-policy.js';
+import { numericText } from '../../../src/load/number-text.js';
 import { createTestDatabase } from '../../helpers/database.js';
 
 /*
