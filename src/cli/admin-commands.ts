@@ -43,7 +43,11 @@ import { classify, failureSummary, type Io, plural, printError, printSummary } f
  * Runs a command's body: a failure is one line on stderr, the exit code exitFor gives its cause, and, for a
  * command whose result is a JSON line (`summary` names it), the summary line on stdout too.
  */
-async function guarded(io: Io, body: (guard: Guard) => Promise<void>, summary?: string): Promise<number> {
+export async function guarded(
+  io: Io,
+  body: (guard: Guard) => Promise<void>,
+  summary?: string,
+): Promise<number> {
   const started = Date.now();
   const guard: Guard = { scrub: (text) => text };
   try {
@@ -60,12 +64,12 @@ async function guarded(io: Io, body: (guard: Guard) => Promise<void>, summary?: 
  * What a failure is printed with: once the command has read its configuration, its scrubber, so that an error
  * quoting a secret (a driver's message with the connection string, say) prints it as the log would.
  */
-interface Guard {
+export interface Guard {
   scrub: (text: string) => string;
 }
 
 /** The command's context, its scrubber handed to the guard that prints its failure. */
-function guardedContext(
+export function guardedContext(
   guard: Guard,
   ...args: Parameters<typeof commandContext>
 ): ReturnType<typeof commandContext> {
@@ -75,7 +79,7 @@ function guardedContext(
 }
 
 /** A pool for the command's reads; an error reaching the database reads as in every other command. */
-async function withDatabase<T>(
+export async function withDatabase<T>(
   config: Config,
   logger: Logger,
   max: number,
@@ -450,6 +454,6 @@ export function dimensionsCommand(io: Io, flags: Flags, json: boolean): Promise<
 }
 
 /** Whether stdout goes to a person (a terminal, and no --json asked): a machine reads JSON. */
-function forPerson(io: Io, json: boolean): boolean {
+export function forPerson(io: Io, json: boolean): boolean {
   return !json && (io.stdout as Partial<NodeJS.WriteStream>).isTTY === true;
 }

@@ -383,7 +383,36 @@ function adminCommandsOf(io: Io): Command[] {
     process.exitCode = await configCommand(io, collectFlags(options, SYNC_FLAGS), options.json === true);
   });
 
-  return [migrate, status, plan, dimensions, renameOrganization, config];
+  const sourcesFlags = ['databaseUrl', 'schema', ...COMMON_FLAGS] as const;
+  const dbtSources = addSettingFlags(
+    withExample(
+      new Command('dbt-sources'),
+      'dbt-sources > models/post_reports/sources.yml',
+      'dbt-sources --schedule-hours 6 --schema post_reports',
+      'dbt-sources --warn-after 30 --error-after 48',
+    )
+      .description(
+        'Print a dbt sources.yml for the schema as loaded: its tables, every column described, and a freshness check from the schedule',
+      )
+      .option(
+        '--schedule-hours <hours>',
+        'hours between scheduled runs: dbt warns once a run is missed (1.5 times it), errors once two are (2.5 times)',
+        String(24),
+      )
+      .option('--warn-after <hours>', "dbt's warn_after, in whole hours (instead of the schedule's)")
+      .option('--error-after <hours>', "dbt's error_after, in whole hours (instead of the schedule's)"),
+    sourcesFlags,
+  ).action(async (options: Record<string, unknown>) => {
+    const { dbtSourcesCommand } = await import('./dbt-sources.js');
+    const text = (name: string) => (typeof options[name] === 'string' ? { [name]: options[name] } : {});
+    process.exitCode = await dbtSourcesCommand(io, collectFlags(options, sourcesFlags), {
+      ...text('scheduleHours'),
+      ...text('warnAfter'),
+      ...text('errorAfter'),
+    });
+  });
+
+  return [migrate, status, plan, dimensions, renameOrganization, config, dbtSources];
 }
 
 function simulatorCommandOf(io: Io): Command {
