@@ -287,15 +287,44 @@ function adminCommandsOf(io: Io): Command[] {
   });
 
   const status = addSettingFlags(
-    withExample(new Command('status'), 'status --schema post_reports')
+    withExample(
+      new Command('status'),
+      'status --schema post_reports',
+      'status --calendar --all-organizations',
+      'status --html history.html --year 2026',
+    )
       .description('Show windows loaded, failed and in progress, and the incremental cursor')
       .option(
         '--all-organizations',
         'every organization of the schema, one after another (JSON: a line each)',
       )
-      .addOption(jsonOption()),
+      .addOption(jsonOption().conflicts('calendar'))
+      .option(
+        '--calendar',
+        'draw each year as a grid of days (final, open, failed, in progress, never loaded), with a legend; plain text in a pipe',
+      )
+      .option('--html <file>', 'write the calendar and a row per loaded day as one self-contained HTML page')
+      .option(
+        '--year <yyyy>',
+        'with --calendar or --html: that year only (default: every year from the first loaded)',
+      ),
     [...DB_READ_FLAGS, ...COMMON_FLAGS],
   ).action(async (options: Record<string, unknown>) => {
+    if (options.calendar === true || typeof options.html === 'string') {
+      const { statusCalendarCommand } = await import('./calendar-command.js');
+      process.exitCode = await statusCalendarCommand(
+        io,
+        collectFlags(options, [...DB_READ_FLAGS, ...COMMON_FLAGS]),
+        {
+          calendar: options.calendar === true,
+          ...(typeof options.html === 'string' ? { html: options.html } : {}),
+          ...(typeof options.year === 'string' ? { year: options.year } : {}),
+          all: options.allOrganizations === true,
+        },
+      );
+      return;
+    }
+    if (typeof options.year === 'string') failUsage(io, 'status', '--year needs --calendar or --html');
     const { statusCommand } = await import('./admin-commands.js');
     process.exitCode = await statusCommand(
       io,
