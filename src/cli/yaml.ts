@@ -79,5 +79,6 @@ function inline(value: YamlValue): string {
 
 /** A YAML document of one mapping, ending in a line break. */
 export function toYaml(document: YamlMapping): string {
+  if (Object.keys(document).length === 0) return '{}\n';
   return `${lines(document, 0).join('\n')}\n`;
 }
