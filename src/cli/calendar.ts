@@ -62,7 +62,8 @@ export function calendarYear(history: OrganizationHistory, year: number, today: 
   for (let n = first; n <= last; n++) {
     const date = fromDayNumber(n);
     const week = Math.floor((n - monday) / 7);
-    const column = weeks[week] ?? (weeks[week] = Array<CalendarCell | null>(7).fill(null));
+    if (weeks[week] === undefined) weeks[week] = Array<CalendarCell | null>(7).fill(null);
+    const column = weeks[week];
     if (date.endsWith('-01')) months.push({ week, name: MONTHS[Number(date.slice(5, 7)) - 1] ?? '' });
     const day = history.days.get(date);
     const state: CalendarCell['state'] = n > todayNumber ? 'to come' : (day?.state ?? 'never loaded');

@@ -56,6 +56,15 @@ export async function readWindowDays(
   from: string | null,
   to: string | null,
 ): Promise<WindowDay[]> {
+  const table = qualified(schema, 'report_windows');
+  // A schema from before migration 008 has no org column; reading it through to_jsonb(w) instead would cost a
+  // row's conversion per window, most of the query over years of daily windows.
+  const { rows: has } = await db.query<{ org: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'org'
+                     AND NOT attisdropped) AS org`,
+    [table],
+  );
+  const orgOf = has[0]?.org === true ? 'COALESCE(w.org, $4)' : '$4::text';
   const { rows } = await db.query<WindowDayRow>(
     `SELECT DISTINCT ON (o.org, d.day)
             o.org, to_char(d.day, 'YYYY-MM-DD') AS date,
@@ -66,8 +75,8 @@ export async function readWindowDays(
                  ELSE 'open' END AS rows,
             w.row_count::float8 AS row_count, to_char(w.loaded_through, 'YYYY-MM-DD') AS loaded_through,
             w.last_error
-       FROM ${qualified(schema, 'report_windows')} w
-      CROSS JOIN LATERAL (SELECT COALESCE(to_jsonb(w) ->> 'org', $4) AS org) o
+       FROM ${table} w
+      CROSS JOIN LATERAL (SELECT ${orgOf} AS org) o
       CROSS JOIN LATERAL generate_series(GREATEST(w.window_start, COALESCE($2::date, w.window_start)),
                                          LEAST(w.window_end, COALESCE($3::date, w.window_end)),
                                          interval '1 day') AS g(at)
