@@ -26,6 +26,24 @@ describe('help (the built CLI)', () => {
         '--log-level',
         '--no-color',
         '--json',
+        // The history as a calendar, on stdout and as a page, of every year or one.
+        '--calendar',
+        '--html',
+        '--year',
+        '--help',
+      ].sort(),
+    );
+    const sources = await flagsOf('dbt-sources');
+    expect([...sources.flags].sort()).toEqual(
+      [
+        '--config',
+        '--database-url',
+        '--schema',
+        '--log-level',
+        '--no-color',
+        '--schedule-hours',
+        '--warn-after',
+        '--error-after',
         '--help',
       ].sort(),
     );
@@ -48,6 +66,7 @@ describe('help (the built CLI)', () => {
       'dimensions',
       'demo',
       'rename-organization',
+      'dbt-sources',
     ]) {
       const { help } = await flagsOf(command);
       expect(help, command).not.toContain('<value>');
