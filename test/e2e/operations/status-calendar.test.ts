@@ -179,6 +179,17 @@ describe('status --html', () => {
   });
 });
 
+describe('status --html to a place it cannot write', () => {
+  it('is one line naming the file, exit 2, and leaves nothing behind', async () => {
+    const file = join(dir, 'no-such-directory', 'history.html');
+    const result = await runCli(['status', '--html', file], env());
+    expect(result.code, result.stderr).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`--html ${JSON.stringify(file)} could not be written (ENOENT)`);
+  });
+});
+
 describe('status --calendar --all-organizations', () => {
   it("draws each organization's year, each from its own windows", async () => {
     await db.pool.query(
