@@ -92,10 +92,11 @@ const STATE_COLOURS: Readonly<Record<DayState, string>> = {
   'never loaded': '90',
 };
 
-function paint(state: DayState | 'to come', colour: boolean): string {
-  const char = STATE_CHARACTERS[state];
-  if (!colour || state === 'to come') return char;
-  return `\u001b[${STATE_COLOURS[state]}m${char}\u001b[0m`;
+/** `count` days of a state, coloured when `colour`. */
+function paint(state: DayState | 'to come', colour: boolean, count = 1): string {
+  const chars = STATE_CHARACTERS[state].repeat(count);
+  if (!colour || state === 'to come') return chars;
+  return `\u001b[${STATE_COLOURS[state]}m${chars}\u001b[0m`;
 }
 
 /** `300 final, 2 open, …`: a year's days up to today, by state. */
@@ -121,11 +122,27 @@ export function calendarLines(calendar: CalendarYear, where: string, colour: boo
     header = header.padEnd(at) + name;
   }
   const rows = WEEKDAYS.map((name, d) => {
-    const cells = calendar.weeks.map((week) => {
+    // Days of one state side by side share one colour sequence.
+    let line = '';
+    let run: { state: DayState | 'to come'; length: number } | null = null;
+    const flush = () => {
+      if (run !== null) line += paint(run.state, colour, run.length);
+    };
+    for (const week of calendar.weeks) {
       const cell = week[d] ?? null;
-      return cell === null ? ' ' : paint(cell.state, colour);
-    });
-    return `${name} ${cells.join('')}`.trimEnd();
+      if (cell === null) {
+        flush();
+        run = null;
+        line += ' ';
+      } else if (run !== null && run.state === cell.state) {
+        run.length += 1;
+      } else {
+        flush();
+        run = { state: cell.state, length: 1 };
+      }
+    }
+    flush();
+    return `${name} ${line}`.trimEnd();
   });
   return [
     terminalSafe(`${where}, ${calendar.year}: ${describeCounts(calendar.counts)}`),
