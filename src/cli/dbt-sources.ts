@@ -76,6 +76,9 @@ const TABLE_DESCRIPTIONS: Readonly<Record<ReaderTable, string>> = {
     'One row per post per report window, loaded by post-reports-etl from the Post Reporting API v4. A window is replaced as a unit, in one transaction; the latest row of a post is that of its latest _window_start.',
   post_custom_segments:
     "One row per custom segment value of a post in a window, replaced with its window's posts (join on _org, the post id and _window_start).",
+  posts_latest: "One row per organization and post: the post's row of its latest window (a view over posts).",
+  post_custom_segments_latest:
+    "The custom segment values of each post's latest window (a view over post_custom_segments).",
   report_windows:
     "Internal: the connector's run state, one row per organization and report window: the report loaded, its rows, the date the rows are final through (loaded_through), the latest attempt's status and error. Read it; never write it.",
 };
@@ -142,8 +145,10 @@ function columnDescription(
 ): string {
   switch (table) {
     case 'posts':
+    case 'posts_latest':
       return postsColumnDescription(column, catalog, postIdField);
     case 'post_custom_segments':
+    case 'post_custom_segments_latest':
       if (column === postIdField) return fieldDescription(postIdField, postIdField) ?? NOT_OURS;
       return CONNECTOR_COLUMNS[column] ?? SEGMENT_COLUMNS[column] ?? NOT_OURS;
     case 'report_windows':
@@ -161,7 +166,8 @@ export function dbtSources(
   const tables = READER_TABLES.flatMap((table): YamlMapping[] => {
     const columns = catalog.tables.get(table);
     if (columns === undefined) return [];
-    const timed = columns.some((c) => c.name === '_loaded_at');
+    // The table's load times, not a view's: a view's newest row would be computed over every row.
+    const timed = table === 'posts' && columns.some((c) => c.name === '_loaded_at');
     return [
       {
         name: table,

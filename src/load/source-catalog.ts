@@ -9,8 +9,17 @@ import { schemaPostIdField } from './window-state.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
-/** The tables readers query, in the order a catalog lists them; every other table is the connector's own. */
-export const READER_TABLES = ['posts', 'post_custom_segments', 'report_windows'] as const;
+/**
+ * The tables (and views) readers query, in the order a catalog lists them, each where the schema has it; every
+ * other table is the connector's own. The views of each post's latest row are listed once a schema has them.
+ */
+export const READER_TABLES = [
+  'posts',
+  'post_custom_segments',
+  'posts_latest',
+  'post_custom_segments_latest',
+  'report_windows',
+] as const;
 export type ReaderTable = (typeof READER_TABLES)[number];
 
 export interface CatalogColumn {

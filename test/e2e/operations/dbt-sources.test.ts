@@ -22,6 +22,17 @@ beforeAll(async () => {
     cliEnv(sim, db.url),
   );
   expect(loaded.code, loaded.stderr.slice(-2000)).toBe(0);
+  // The views of each post's latest row, as a schema that has them has them (made here where its migrations do not).
+  await db.pool.query(`DO $$ BEGIN
+    IF to_regclass('${SCHEMA}.posts_latest') IS NULL THEN
+      CREATE VIEW ${SCHEMA}.posts_latest AS SELECT DISTINCT ON (_org, platform_post_id) * FROM ${SCHEMA}.posts
+       ORDER BY _org, platform_post_id, _window_start DESC;
+    END IF;
+    IF to_regclass('${SCHEMA}.post_custom_segments_latest') IS NULL THEN
+      CREATE VIEW ${SCHEMA}.post_custom_segments_latest AS SELECT s.* FROM ${SCHEMA}.post_custom_segments s
+        JOIN ${SCHEMA}.posts_latest p USING (_org, platform_post_id, _window_start);
+    END IF;
+  END $$`);
 });
 afterAll(async () => {
   await sim.close();
@@ -63,7 +74,13 @@ describe('dbt-sources', () => {
     expect(document.sources).toHaveLength(1);
     const source = document.sources[0]!;
     expect(source).toMatchObject({ name: SCHEMA, schema: SCHEMA });
-    expect(source.tables.map((t) => t.name)).toEqual(['posts', 'post_custom_segments', 'report_windows']);
+    expect(source.tables.map((t) => t.name)).toEqual([
+      'posts',
+      'post_custom_segments',
+      'posts_latest',
+      'post_custom_segments_latest',
+      'report_windows',
+    ]);
     for (const table of source.tables) {
       expect(table.description, table.name).toMatch(/\S/);
       expect(
@@ -73,8 +90,19 @@ describe('dbt-sources', () => {
       for (const column of table.columns)
         expect(column.description, `${table.name}.${column.name}`).toMatch(/\S/);
     }
-    const [posts, segments, windows] = source.tables as [Table, Table, Table];
+    const [posts, segments, latest, latestSegments, windows] = source.tables as [
+      Table,
+      Table,
+      Table,
+      Table,
+      Table,
+    ];
     expect(posts.loaded_at_field).toBe('_loaded_at');
+    // A view's freshness would scan all it reads: the table's stands for it.
+    for (const view of [latest, latestSegments]) expect(view.freshness, view.name).toBeUndefined();
+    expect(latest.columns.find((c) => c.name === 'total_spend')?.description).toBe(
+      posts.columns.find((c) => c.name === 'total_spend')?.description,
+    );
     expect(posts.freshness).toEqual({
       warn_after: { count: 18, period: 'hour' },
       error_after: { count: 30, period: 'hour' },
