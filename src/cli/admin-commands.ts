@@ -454,6 +454,6 @@ export function dimensionsCommand(io: Io, flags: Flags, json: boolean): Promise<
 }
 
 /** Whether stdout goes to a person (a terminal, and no --json asked): a machine reads JSON. */
-export function forPerson(io: Io, json: boolean): boolean {
+function forPerson(io: Io, json: boolean): boolean {
   return !json && (io.stdout as Partial<NodeJS.WriteStream>).isTTY === true;
 }

@@ -298,7 +298,7 @@ function adminCommandsOf(io: Io): Command[] {
         '--all-organizations',
         'every organization of the schema, one after another (JSON: a line each)',
       )
-      .addOption(jsonOption().conflicts('calendar'))
+      .addOption(jsonOption().conflicts(['calendar', 'html']))
       .option(
         '--calendar',
         'draw each year as a grid of days (final, open, failed, in progress, never loaded), with a legend; plain text in a pipe',
@@ -426,7 +426,7 @@ function adminCommandsOf(io: Io): Command[] {
       .option(
         '--schedule-hours <hours>',
         'hours between scheduled runs: dbt warns once a run is missed (1.5 times it), errors once two are (2.5 times)',
-        String(24),
+        '24',
       )
       .option('--warn-after <hours>', "dbt's warn_after, in whole hours (instead of the schedule's)")
       .option('--error-after <hours>', "dbt's error_after, in whole hours (instead of the schedule's)"),
