@@ -4,7 +4,7 @@ import { type Config, type Flags, SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { fetchDimensions } from '../extract/dimensions.js';
 import { connectionError } from '../load/connection-error.js';
-import { closePool, createPool, withTransaction } from '../load/database.js';
+import { closePool, createPool } from '../load/database.js';
 import {
   acquireRunLock,
   acquireRunLocks,
@@ -197,9 +197,10 @@ export function renameOrganizationCommand(
         ]);
         try {
           await migrate(pool, target, logger, signal);
-          const moved = await withTransaction(pool, signal, (client) =>
-            renameOrganization(client, from, args.to),
-          );
+          const moved = await renameOrganization(pool, from, args.to, {
+            signal,
+            waitMs: Math.max(config.db.reconnectWaitMs ?? 0, config.db.lockWaitMs),
+          });
           if (forPerson(io, args.json)) {
             io.stdout.write(
               `schema ${schema}: organization ${args.from} is now ${args.to}: ${plural(moved.windows, 'window')}, ${plural(moved.posts, 'post')}, ${plural(moved.partitions, 'partition')}\n`,

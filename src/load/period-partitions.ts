@@ -1,7 +1,8 @@
 /*
  * The partitions of posts and post_custom_segments: RANGE on (_org, _window_start), one per organization and
  * period (a year, a month, or all dates), named <table>_y2026, <table>_m202601 or <table>_all, with the
- * organization after the table's name but for the default organization's (<table>_acme_y2026). A window's rows
+ * organization's key (src/load/organization-keys.ts) after the table's name but for the key `default`
+ * (<table>_o3_y2026). The bounds carry the organization's id, as its rows' _org does. A window's rows
  * all carry its start date, so a window lives in exactly one partition. Partitions are made when a window first
  * needs one; those loaded keep their period when the setting changes (a period that would overlap them is not
  * made, and the window goes where its dates already are).
@@ -11,6 +12,7 @@ import type pg from 'pg';
 import { answeredWith, refusedDefinition } from '../error-policy.js';
 import { StoreError } from '../errors.js';
 import type { PartitionPeriod } from '../model/partition-period.js';
+import { organizationKey } from './organization-keys.js';
 import type { StagePeriod } from './queries.js';
 import * as queries from './queries.js';
 import { orgTableName, type Scope } from './scope.js';
@@ -26,9 +28,9 @@ export function partitionKeys(postIdField: string): { key: string[]; indexed: st
   return { key: ['_org', '_window_start', postIdField], indexed: [postIdField] };
 }
 
-/** The organization's partition of `parent` for a period (its suffix: periodBounds). */
-export function periodPartition(org: string, parent: string, suffix: string): string {
-  return orgTableName(org, parent, suffix);
+/** The partition of `parent` for a period (its suffix: periodBounds) of the organization with this key. */
+export function periodPartition(key: string, parent: string, suffix: string): string {
+  return orgTableName(key, parent, suffix);
 }
 
 /** A period's partition: its name's suffix and its dates ([from, to); null: unbounded). */
@@ -66,8 +68,9 @@ export async function ensurePartitions(
   start: string,
 ): Promise<void> {
   const bounds = periodBounds(period, start);
+  const key = await organizationKey(client, { schema, org });
   for (const parent of PARTITIONED_TABLES) {
-    const name = periodPartition(org, parent, bounds.suffix);
+    const name = periodPartition(key, parent, bounds.suffix);
     const found = await client.query<{ exists: boolean }>(queries.tableExists, [qualified(schema, name)]);
     if (found.rows[0]?.exists) continue;
     await client.query(queries.savepoint('partition'));
@@ -86,12 +89,15 @@ export async function ensurePartitions(
 /** How many of the two tables have the period's partition for a window starting on `start` (0, 1 or 2). */
 export async function partitionsFound(
   client: Queryable,
-  { schema, org }: Scope,
+  scope: Scope,
   period: PartitionPeriod,
   start: string,
 ): Promise<number> {
   const { suffix } = periodBounds(period, start);
-  const names = PARTITIONED_TABLES.map((parent) => qualified(schema, periodPartition(org, parent, suffix)));
+  const key = await organizationKey(client, scope);
+  const names = PARTITIONED_TABLES.map((parent) =>
+    qualified(scope.schema, periodPartition(key, parent, suffix)),
+  );
   const found = await client.query<{ found: number }>(queries.tablesFound, [names]);
   return found.rows[0]?.found ?? 0;
 }
@@ -114,17 +120,18 @@ export async function fillNewPartitions(
 ): Promise<boolean> {
   const { suffix, from, to } = periodBounds(period, start);
   if (await watched(client, schema)) return false;
+  const key = await organizationKey(client, { schema, org });
   await client.query(queries.savepoint('fill'));
   try {
     // Empty first: dates another period's partition holds fail the attach before any row is written.
     for (const parent of PARTITIONED_TABLES) {
-      const name = periodPartition(org, parent, suffix);
+      const name = periodPartition(key, parent, suffix);
       await client.query(queries.createLike(schema, name, parent));
       await client.query(queries.attachRange(schema, parent, name, org, from, to));
     }
     await client.query(queries.rollbackToSavepoint('fill'));
     for (const parent of PARTITIONED_TABLES) {
-      const name = periodPartition(org, parent, suffix);
+      const name = periodPartition(key, parent, suffix);
       await client.query(queries.createLike(schema, name, parent));
       await fill(parent, name);
       const check = `${name}_period_check`;
@@ -198,11 +205,12 @@ export async function attachStages(
   ]);
   if (!keyed.rows[0]?.exists || (await watched(client, schema))) return false;
   const { suffix, from, to } = periodBounds(period, start);
+  const key = await organizationKey(client, { schema, org });
   await client.query(queries.savepoint('attach'));
   try {
     for (const parent of PARTITIONED_TABLES) {
       const stage = stages[parent];
-      const partition = periodPartition(org, parent, suffix);
+      const partition = periodPartition(key, parent, suffix);
       if (!(await alignWithParent(client, schema, stage, parent))) {
         await client.query(queries.rollbackToSavepoint('attach'));
         await client.query(queries.releaseSavepoint('attach'));

@@ -25,9 +25,12 @@ export function scopeOf(target: { readonly schema: string; readonly org?: string
   return { schema: target.schema, org: target.org ?? DEFAULT_ORGANIZATION };
 }
 
-/** A table of the organization's own (a partition, a stage): the default organization's keep their names. */
-export function orgTableName(org: string, name: string, rest: string): string {
-  return org === DEFAULT_ORGANIZATION ? `${name}_${rest}` : `${name}_${org}_${rest}`;
+/**
+ * A table of an organization's own (a partition, a stage), named from its key (src/load/organization-keys.ts),
+ * never its id: the key `default` (the organization of a schema from before organizations) names none.
+ */
+export function orgTableName(key: string, name: string, rest: string): string {
+  return key === DEFAULT_ORGANIZATION ? `${name}_${rest}` : `${name}_${key}_${rest}`;
 }
 
 /** How messages name it: the schema, or an organization of it (the default organization's is the schema). */

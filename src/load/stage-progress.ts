@@ -68,9 +68,9 @@ export function toProgress(row: ProgressRow): StageProgress {
   };
 }
 
-/** A window's stage tables: stage_<start>_<end>_posts and _segments, with the organization after `stage`. */
-export function stageNames(org: string, window: Window): { posts: string; segments: string } {
-  const base = orgTableName(org, 'stage', windowDates(window.start, window.end));
+/** A window's stage tables: stage_<start>_<end>_posts and _segments, with the organization's key after `stage`. */
+export function stageNames(key: string, window: Window): { posts: string; segments: string } {
+  const base = orgTableName(key, 'stage', windowDates(window.start, window.end));
   return { posts: `${base}_posts`, segments: `${base}_segments` };
 }
 

@@ -9,6 +9,7 @@ import type pg from 'pg';
 import type { Window } from '../model/window.js';
 import { withTransaction } from './database.js';
 import { lockForTransaction, windowClaimHolders, windowLockKey } from './locks.js';
+import { findOrganizationKey } from './organization-keys.js';
 import * as queries from './queries.js';
 import { orgTableName, type Scope } from './scope.js';
 import { lockProgress } from './stage-progress.js';
@@ -117,13 +118,16 @@ SELECT to_char(p.window_start, 'YYYY-MM-DD') AS start, to_char(p.window_end, 'YY
 }
 
 /** The catalog pattern of the organization's stage tables (stageNames), capturing the window's two dates. */
-function stagePattern(org: string): string {
-  const prefix = orgTableName(org, 'stage', '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+function stagePattern(key: string): string {
+  const prefix = orgTableName(key, 'stage', '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return `^${prefix}(\\d{8})_(\\d{8})_(posts|segments)$`;
 }
 
 /** The organization's stage tables now, by window, with their size. */
 export async function listStages(db: Queryable, scope: Scope): Promise<StageTables[]> {
+  const key = await findOrganizationKey(db, scope);
+  // No key: nothing was ever staged for the organization.
+  if (key === null) return [];
   const { rows } = await db.query<{
     start: string;
     end: string;
@@ -131,7 +135,7 @@ export async function listStages(db: Queryable, scope: Scope): Promise<StageTabl
     tables: string[];
     bytes: string | null;
     size: string | null;
-  }>(stageTables(scope.schema), [scope.schema, stagePattern(scope.org), scope.org]);
+  }>(stageTables(scope.schema), [scope.schema, stagePattern(key), scope.org]);
   return rows
     .filter((row) => row.tables.length > 0)
     .map((row) => ({

@@ -15,6 +15,7 @@ import { type EncodeStats, encodePage, MAX_PAGE_ROWS, type PageColumn } from './
 import { asStoreError, withTransaction } from './database.js';
 import type { LoadContext } from './load-context.js';
 import { lockForTransaction, windowLockKey } from './locks.js';
+import { organizationKey } from './organization-keys.js';
 import { periodToOpen } from './period-partitions.js';
 import * as queries from './queries.js';
 import {
@@ -139,7 +140,7 @@ async function createStage(
 ): Promise<void> {
   const { postIdField } = context.target;
   const { schema, org } = context.scope;
-  const names = stageNames(org, window);
+  const names = stageNames(await organizationKey(client, context.scope), window);
   await client.query(queries.dropTable(schema, names.posts));
   await client.query(queries.dropTable(schema, names.segments));
   const of = { org, postId: postIdField, start: window.start, end: window.end, reportId };

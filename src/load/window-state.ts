@@ -128,17 +128,23 @@ export interface ResetCounts {
   readonly posts: number;
 }
 
+/** How long a reset's drop of a partition waits for its parent's lock at most, each time it is tried. */
+export const RESET_LOCK_WAIT_MS = 500;
+
 /**
  * Starts the organization over (--reset): drops its partitions and stages, forgets its windows and reports, and
  * records its target anew without a cursor, counting the reset (resetCount); another organization's rows and
  * state are not touched. Run it inside one transaction, so that a failure leaves everything as it was. The
- * partitions are dropped, not emptied, so that the period now configured applies to every date again.
+ * partitions are dropped, not emptied, so that the period now configured applies to every date again; each drop
+ * takes its parent's ACCESS EXCLUSIVE lock, which every reader and writer of the parent queues behind, so the drops
+ * come last and wait for the lock `lockWaitMs` at most (LOCK_NOT_AVAILABLE: the caller tries it all again later).
  */
 export async function resetTarget(
   db: Queryable,
   scope: Scope,
   postIdField: string,
   filters: Filters,
+  lockWaitMs = RESET_LOCK_WAIT_MS,
 ): Promise<ResetCounts> {
   const { schema, org } = scope;
   await lockParentsForTransaction(db, schema);
@@ -156,9 +162,6 @@ export async function resetTarget(
      UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')} WHERE org = $3`,
     [qualified(schema, 'posts'), qualified(schema, 'post_custom_segments'), org],
   );
-  for (const { name } of tables.rows) {
-    await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
-  }
   // Its target row stays, written anew below.
   for (const table of STATE_TABLES.filter((t) => t !== 'sync_state')) {
     await db.query(`DELETE FROM ${qualified(schema, table)} WHERE org = $1`, [org]);
@@ -168,6 +171,14 @@ export async function resetTarget(
     `UPDATE ${qualified(schema, 'sync_state')} SET reset_count = reset_count + 1 WHERE org = $1`,
     [org],
   );
+  const { rows: timeout } = await db.query<{ setting: string }>(
+    `SELECT current_setting('lock_timeout') AS setting`,
+  );
+  await db.query(`SELECT set_config('lock_timeout', $1, true)`, [`${lockWaitMs}ms`]);
+  for (const { name } of tables.rows) {
+    await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
+  }
+  await db.query(`SELECT set_config('lock_timeout', $1, true)`, [timeout[0]?.setting ?? '0']);
   const row = counts.rows[0];
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
 }

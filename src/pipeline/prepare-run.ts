@@ -3,8 +3,10 @@ import type { Config } from '../config.js';
 import { answeredWith } from '../error-policy.js';
 import { ConfigError } from '../errors.js';
 import { asStoreError, withTransaction } from '../load/database.js';
+import { retryDatabase } from '../load/database-retry.js';
 import { type DeclaredType, expectedFields } from '../load/declared-types.js';
 import { migrate } from '../load/migrate.js';
+import { organizationKey } from '../load/organization-keys.js';
 import { addDeclaredColumns } from '../load/schema-evolution.js';
 import { type Scope, scopeName } from '../load/scope.js';
 import { type DroppedStage, dropStagesNotResumed } from '../load/stage-sweep.js';
@@ -71,14 +73,22 @@ export async function prepareRun(
     org: scope.org,
   };
   await migrate(pool, target, logger, signal);
+  // The key that names the organization's partitions and stages, given once, before anything is made of it.
+  await organizationKey(pool, scope);
   let reset: ResetCounts | undefined;
   let cursor: string | null = null;
   if (request.reset) {
-    reset = await withTransaction(pool, signal, async (client) => {
-      const counts = await resetTarget(client, scope, config.api.postIdField, filters);
-      await applyFieldSelection(client, scope, fields);
-      return counts;
-    });
+    // Its drops wait for the parents' locks a moment at most, so that others' readers and commits never wait
+    // long for them: tried again with backoff until one moment is free (LOCK_NOT_AVAILABLE is a database fault).
+    reset = await retryDatabase(
+      () =>
+        withTransaction(pool, signal, async (client) => {
+          const counts = await resetTarget(client, scope, config.api.postIdField, filters);
+          await applyFieldSelection(client, scope, fields);
+          return counts;
+        }),
+      { waitMs: Math.max(config.db.reconnectWaitMs ?? 0, config.db.lockWaitMs), signal },
+    );
     logger.warn({ reset }, `starting over (--reset): ${scopeName(scope)} was cleared`);
   } else if (stored === null) {
     await withTransaction(pool, signal, async (client) => {

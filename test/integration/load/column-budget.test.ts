@@ -1,5 +1,4 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
 import { renameOrganization } from '../../../src/load/organization-rename.js';
@@ -145,20 +144,23 @@ describe('the column budget of posts', () => {
   });
 
   it('follows an organization renamed: its columns and its partitions’ row-level security go with it', async () => {
-    await withTransaction(db.pool, undefined, (client) =>
-      renameOrganization(client, { schema, org: 'acme' }, 'acme_renamed'),
-    );
+    await renameOrganization(db.pool, { schema, org: 'acme' }, 'acme_renamed', { waitMs: 60_000 });
     const owners = await db.pool.query(
       `SELECT org, count(*)::int AS n FROM ${schema}.field_columns WHERE org LIKE 'acme%' GROUP BY org`,
     );
     expect(owners.rows).toEqual([{ org: 'acme_renamed', n: 2 }]);
+    // Its rows are in partitions of the new id, named from the key the schema gave it (acme's own are gone).
+    const key = await db.pool.query<{ key: string }>(
+      `SELECT key FROM ${schema}.organization_keys WHERE org = 'acme_renamed'`,
+    );
     const { rows } = await db.pool.query(
-      `SELECT relname::text AS name, relrowsecurity AS rls FROM pg_class
-        WHERE relnamespace = '${schema}'::regnamespace AND relname LIKE '%acme%' AND relkind = 'r' ORDER BY 1`,
+      `SELECT c.relname::text AS name, c.relrowsecurity AS rls FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE c.relnamespace = '${schema}'::regnamespace AND pg_get_expr(c.relpartbound, c.oid) LIKE '%''acme%'
+        ORDER BY 1`,
     );
     expect(rows).toEqual([
-      { name: 'post_custom_segments_acme_renamed_y2026', rls: true },
-      { name: 'posts_acme_renamed_y2026', rls: true },
+      { name: `post_custom_segments_${key.rows[0]!.key}_y2026`, rls: true },
+      { name: `posts_${key.rows[0]!.key}_y2026`, rls: true },
     ]);
   });
 });

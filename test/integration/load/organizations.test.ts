@@ -71,7 +71,8 @@ describe('organizations in one schema', () => {
       { org: 'acme', value: 'North' },
       { org: 'globex', value: 'South' },
     ]);
-    expect(await partitions()).toEqual(['posts_acme_y2026', 'posts_globex_y2026', 'posts_y2026']);
+    // Named from the keys the schema gave them in the order they first loaded (the default one's names none).
+    expect(await partitions()).toEqual(['posts_o1_y2026', 'posts_o2_y2026', 'posts_y2026']);
     // Each organization's windows are its own.
     for (const [scope, report] of [
       [ACME, 'acme-1'],
@@ -108,7 +109,7 @@ describe('organizations in one schema', () => {
     );
     expect(removed).toEqual({ windows: 1, posts: 1 });
     expect([await holdings('globex'), await holdings('default')]).toEqual(others);
-    expect(await partitions()).toEqual(['posts_globex_y2026', 'posts_y2026']);
+    expect(await partitions()).toEqual(['posts_o2_y2026', 'posts_y2026']);
     const acmeLeft = await holdings('acme');
     expect(acmeLeft.filter((row) => !row.startsWith('sync_state '))).toEqual([]);
     expect(await readTarget(db.pool, ACME)).toMatchObject({
@@ -120,12 +121,12 @@ describe('organizations in one schema', () => {
       [schema],
     );
     expect(stages.rows.map((r) => r.name)).toEqual([
-      'stage_globex_20260209_20260215_posts',
-      'stage_globex_20260209_20260215_segments',
+      'stage_o2_20260209_20260215_posts',
+      'stage_o2_20260209_20260215_segments',
     ]);
-    // The organization loads again from nothing, beside the others.
+    // The organization loads again from nothing, beside the others, under the key it keeps.
     await load(acme, WEEK, 'acme-3', [[post(1, { brand: 'Acme' })]]);
-    expect(await partitions()).toEqual(['posts_acme_y2026', 'posts_globex_y2026', 'posts_y2026']);
+    expect(await partitions()).toEqual(['posts_o1_y2026', 'posts_o2_y2026', 'posts_y2026']);
     expect([await holdings('globex'), await holdings('default')]).toEqual(others);
   });
 
@@ -133,12 +134,15 @@ describe('organizations in one schema', () => {
     [
       'a reset',
       'hooli',
-      (client: pg.PoolClient) => resetTarget(client, { schema, org: 'hooli' }, target.postIdField, {}),
+      (pool: pg.Pool) =>
+        withTransaction(pool, undefined, (client) =>
+          resetTarget(client, { schema, org: 'hooli' }, target.postIdField, {}),
+        ),
     ],
     [
       'a rename',
       'tyrell',
-      (client: pg.PoolClient) => renameOrganization(client, { schema, org: 'tyrell' }, 'tyrell2'),
+      (pool: pg.Pool) => renameOrganization(pool, { schema, org: 'tyrell' }, 'tyrell2', { waitMs: 60_000 }),
     ],
   ])(
     "%s waits for another organization's commit under way, instead of deadlocking with it",
@@ -155,7 +159,7 @@ describe('organizations in one schema', () => {
         // Inside the commit, holding its lock: the parents locked as its DELETE of posts locks them next.
         verify: async (client) => {
           await client.query(`LOCK TABLE ${schema}.posts IN ROW EXCLUSIVE MODE`);
-          changing = withTransaction(db.pool, undefined, change);
+          changing = change(db.pool);
           waitedFor = (await lockWait(db.pool)).event;
         },
       });
