@@ -39,9 +39,19 @@ describe('parseConfig', () => {
       'globex_eu',
     );
     expect(parseConfig(base, { organization: 'acme' }).db.organization).toBe('acme');
-    for (const bad of ['Acme', 'acme-eu', '1acme', 'a'.repeat(17), "acme'; --"]) {
+    // Ids as other systems name organizations, stored as given.
+    for (const good of [
+      '3f2a9c1e-8b7d-4e2f-9a6b-1c2d3e4f5a6b',
+      'acme-emea',
+      'ACME.eu',
+      '1acme',
+      'a'.repeat(64),
+    ]) {
+      expect(parseConfig(base, { organization: good }).db.organization).toBe(good);
+    }
+    for (const bad of ['a'.repeat(65), "acme'; --", 'acme eu', 'acme\u0001', 'acme/eu', 'acmé']) {
       expect(() => parseConfig({ ...base, POST_REPORTS_ORGANIZATION: bad })).toThrow(
-        `POST_REPORTS_ORGANIZATION (--organization) must be an organization id of 1-16 lower-case letters, digits or _, starting with a letter, got ${JSON.stringify(bad)}`,
+        `POST_REPORTS_ORGANIZATION (--organization) must be an organization id of 1-64 letters, digits, -, _ or ., got ${JSON.stringify(bad)}`,
       );
     }
   });

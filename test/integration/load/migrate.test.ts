@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../../../src/errors.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { organizationKey } from '../../../src/load/organization-keys.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger } from './load-fixtures.js';
 
@@ -21,6 +22,7 @@ const ALL = [
   '008_organizations.sql',
   '009_segment_key_hash.sql',
   '010_column_budget.sql',
+  '011_organization_keys.sql',
 ];
 
 describe('migrate', () => {
@@ -35,6 +37,8 @@ describe('migrate', () => {
     );
     expect(tables.rows.map((r) => r.t)).toEqual([
       'field_columns',
+      'organization_keys',
+      'organization_renames',
       'post_custom_segments',
       'posts',
       'report_windows',
@@ -193,6 +197,48 @@ describe('migrate', () => {
     ).rejects.toThrow(/null value in column "org"/);
   });
 
+  it('gives each organization of a 010 schema its id as its key: no partition or stage is renamed', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    for (const file of ALL.slice(0, 10)) await cp(join('migrations', file), join(dir, file));
+    const target = { schema: 'before_keys', postIdField: 'platform_post_id' };
+    await migrate(db.pool, target, logger, undefined, { migrationsDir: dir });
+    // acme and o3 have state; hooli (a partition only) is found by its bounds; the default organization names none.
+    await db.pool.query(`
+      INSERT INTO before_keys.sync_state (org, post_id_field, filters) VALUES
+        ('default', 'platform_post_id', '{}'), ('acme', 'platform_post_id', '{}'), ('o3', 'platform_post_id', '{}');
+      CREATE TABLE before_keys.posts_y2026 PARTITION OF before_keys.posts
+        FOR VALUES FROM ('default', '2026-01-01') TO ('default', '2027-01-01');
+      CREATE TABLE before_keys.posts_acme_y2026 PARTITION OF before_keys.posts
+        FOR VALUES FROM ('acme', '2026-01-01') TO ('acme', '2027-01-01');
+      CREATE TABLE before_keys.posts_hooli_y2026 PARTITION OF before_keys.posts
+        FOR VALUES FROM ('hooli', '2026-01-01') TO ('hooli', '2027-01-01');
+      INSERT INTO before_keys.stage_progress (org, window_start, window_end, report_id, stage_posts, stage_segments)
+        VALUES ('acme', '2026-03-02', '2026-03-08', 'r1', 'stage_acme_20260302_20260308_posts',
+                'stage_acme_20260302_20260308_segments');
+    `);
+    const names = async () =>
+      (
+        await db.pool.query<{ name: string }>(
+          `SELECT relname::text AS name FROM pg_class WHERE relnamespace = 'before_keys'::regnamespace
+              AND relkind IN ('r', 'p') ORDER BY 1`,
+        )
+      ).rows.map((r) => r.name);
+    const before = await names();
+    expect((await migrate(db.pool, target, logger)).applied).toEqual(ALL.slice(10));
+    const keys = await db.pool.query(`SELECT org, key FROM before_keys.organization_keys ORDER BY org`);
+    expect(keys.rows).toEqual([
+      { org: 'acme', key: 'acme' },
+      { org: 'default', key: 'default' },
+      { org: 'hooli', key: 'hooli' },
+      { org: 'o3', key: 'o3' },
+    ]);
+    expect((await names()).filter((n) => !n.startsWith('organization_'))).toEqual(before);
+    // A new organization's key is past every key taken; one already keyed keeps its own.
+    expect(await organizationKey(db.pool, { schema: 'before_keys', org: 'acme-emea' })).toBe('o4');
+    expect(await organizationKey(db.pool, { schema: 'before_keys', org: 'acme' })).toBe('acme');
+    expect(await organizationKey(db.pool, { schema: 'before_keys', org: 'o4' })).toBe('o5');
+  });
+
   it('keys the segments of an 008 schema, and a keyed stage in progress, by hashes: rows kept, repeats refused', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
     for (const file of ALL.slice(0, 8)) await cp(join('migrations', file), join(dir, file));
@@ -220,6 +266,7 @@ describe('migrate', () => {
     expect((await migrate(db.pool, target, logger)).applied).toEqual([
       '009_segment_key_hash.sql',
       '010_column_budget.sql',
+      '011_organization_keys.sql',
     ]);
     const keys = await db.pool.query<{ table: string; def: string }>(
       `SELECT x.indrelid::regclass::text AS table, regexp_replace(pg_get_indexdef(x.indexrelid), '^.* USING btree ', '') AS def
