@@ -563,7 +563,9 @@ class SessionRunLock implements RunLock {
             }
             const epoch = await regain.epoch(client);
             if (epoch !== this.#epoch) {
-              ended = lostError(`${why}, and the schema was reset or migrated before it was taken again`);
+              ended = lostError(
+                `${why}, and the schema or its organization was reset, renamed or migrated before it was taken again`,
+              );
               throw finalError(ended);
             }
           } catch (error) {

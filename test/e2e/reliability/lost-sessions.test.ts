@@ -8,6 +8,7 @@ import {
   runLockHolders,
   windowClaimHolders,
 } from '../../../src/load/locks.js';
+import { renameOrganization } from '../../../src/load/organization-rename.js';
 import { readTarget, resetTarget } from '../../../src/load/window-state.js';
 import {
   type RunningSimulator,
@@ -227,10 +228,62 @@ describe('sessions the server closes (the built CLI)', () => {
       error: { code: 'DB_CONNECTION_LOST' },
       windows: { loaded: 0 },
     });
-    expect(result.stderr).toContain('reset or migrated before it was taken again');
+    // The message names a rename too, which also ends a run that lost its session (its id is gone).
+    expect(result.stderr).toContain('reset, renamed or migrated before it was taken again');
     const next = await runCli(args(schema), cliEnv(sim, db.url));
     expect(next.code, next.stderr.slice(-2000)).toBe(0);
     await expectExact(sim, schema);
+  });
+
+  it('the organization lock lost while a rename takes it: the run of the old id stops, writing nothing under it', async () => {
+    const sim = await simulator({ seed: 49, postsPerDay: 30, generationDelayMs: 3000 });
+    const schema = 'cut_rename';
+    const scope = { schema, org: 'default' };
+    const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
+    await run.waitForOutput('"msg":"report created"');
+    const [holder] = await organizationLockHolders(db.pool, scope);
+    expect(holder).toBeDefined();
+    // The rename takes the old id alone the moment the run's lock session is gone, as a reset does above; the
+    // id it renames to is free.
+    const rename = await db.pool.connect();
+    const { rows: me } = await rename.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    try {
+      const waiting = rename.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
+        organizationLockKey(scope),
+      ]);
+      for (;;) {
+        const { rows } = await db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1`,
+          [me[0]?.pid],
+        );
+        if (rows[0]?.n === 1) break;
+        await sleep(20);
+      }
+      await terminate([holder!.pid]);
+      await waiting;
+      await renameOrganization(db.pool, scope, 'acme', { waitMs: 60_000 });
+      await rename.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [organizationLockKey(scope)]);
+    } finally {
+      rename.release();
+    }
+    const result = await endsWithin(run, 60_000);
+    expect(result, 'still running 60 s after the cut').not.toBe('hung');
+    if (result === 'hung') return;
+    expectNoStackTrace(result);
+    expect(result.code, result.stderr.slice(-2000)).toBe(1);
+    expect(result.summary).toMatchObject({
+      status: 'failed',
+      exitCode: 1,
+      error: { code: 'DB_CONNECTION_LOST' },
+      windows: { loaded: 0 },
+    });
+    expect(result.stderr).toContain('reset, renamed or migrated before it was taken again');
+    const written = await db.pool.query<{ org: string }>(
+      `SELECT DISTINCT org FROM (SELECT _org AS org FROM ${schema}.posts
+                                 UNION ALL SELECT org FROM ${schema}.report_windows
+                                 UNION ALL SELECT org FROM ${schema}.sync_state) AS t`,
+    );
+    expect(written.rows.map((r) => r.org)).not.toContain('default');
   });
 
   const commitCuts = [
