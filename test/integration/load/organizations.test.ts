@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { organizationKey } from '../../../src/load/organization-keys.js';
 import { renameOrganization } from '../../../src/load/organization-rename.js';
 import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
 import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
@@ -173,6 +175,78 @@ describe('organizations in one schema', () => {
       expect(rows).toEqual([{ org: 'globex' }]);
     },
   );
+
+  it('a rename cut short leaves each window whole under one id or the other, and is finished by running it again', async () => {
+    const scope: Scope = { schema, org: 'tyrell3' };
+    await writeTarget(db.pool, scope, target.postIdField, {});
+    const loader = new Loader(db.pool, { ...target, org: 'tyrell3' }, log.logger);
+    const may = { start: '2026-05-04', end: '2026-05-10' };
+    await load(loader, WEEK, 'tyrell3-1', [[post(1, {}, [seg('Region', 'West')])]]);
+    await load(loader, may, 'tyrell3-2', [[post(2, {}, [seg('Region', 'East')])]]);
+    const rows = async () =>
+      (
+        await db.pool.query<{ row: string }>(
+          `SELECT _org || ' ' || _window_start || ' ' || platform_post_id AS row FROM ${schema}.posts
+            WHERE _org LIKE 'tyrell3%' OR _org = 'tyrell-3' ORDER BY _window_start`,
+        )
+      ).rows.map((r) => r.row);
+    // May's rows held by another transaction: the rename moves February, then waits there, and its session is cut.
+    const blocker = await db.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(
+        `SELECT 1 FROM ${schema}.posts WHERE _org = 'tyrell3' AND _window_start = $1 FOR UPDATE`,
+        [may.start],
+      );
+      let outcome: string | undefined;
+      const renaming = renameOrganization(db.pool, scope, 'tyrell-3', { waitMs: 0 }).then(
+        () => 'renamed',
+        () => 'cut',
+      );
+      void renaming.then((result) => {
+        outcome = result;
+      });
+      // Each session of it that waits is cut, the one its retry opens too, until it gives up.
+      while (outcome === undefined) {
+        await db.pool.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+        );
+        await Promise.race([renaming, sleep(20)]);
+      }
+      expect(outcome).toBe('cut');
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    expect(await rows()).toEqual(['tyrell-3 2026-02-02 1', 'tyrell3 2026-05-04 2']);
+    expect(await readTarget(db.pool, { schema, org: 'tyrell-3' })).not.toBeNull();
+    // Its record says where it went: run again, it finishes.
+    const done = await renameOrganization(db.pool, scope, 'tyrell-3', { waitMs: 60_000 });
+    expect(done).toMatchObject({ posts: 1, windows: 2 });
+    expect(await rows()).toEqual(['tyrell-3 2026-02-02 1', 'tyrell-3 2026-05-04 2']);
+    const left = await db.pool.query(
+      `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE pg_get_expr(c.relpartbound, c.oid) LIKE '%''tyrell3''%'`,
+    );
+    expect(left.rows).toEqual([]);
+  });
+
+  it('gives organizations asking at once a key each, never one twice, and one asking twice the same key', async () => {
+    const ids = Array.from({ length: 8 }, (_, i) => `3f2a9c1e-8b7d-4e2f-9a6b-1c2d3e4f5a${i}b`);
+    const asked = [...ids, ...ids];
+    const keys = await Promise.all(asked.map((org) => organizationKey(db.pool, { schema, org })));
+    const byId = new Map<string, Set<string>>();
+    for (const [i, org] of asked.entries()) byId.set(org, (byId.get(org) ?? new Set()).add(keys[i]!));
+    expect([...byId.values()].map((set) => set.size)).toEqual(ids.map(() => 1));
+    const given = await db.pool.query<{ key: string; n: number }>(
+      `SELECT key, count(*)::int AS n FROM ${schema}.organization_keys GROUP BY key HAVING count(*) > 1`,
+    );
+    expect(given.rows).toEqual([]);
+    expect(new Set(keys).size).toBe(ids.length);
+    // Every key is a short name part: the ids are not.
+    expect(keys.every((key) => /^o[0-9]+$/.test(key))).toBe(true);
+  });
 
   it('refuses a row without an organization: none is filed under the default one by accident', async () => {
     await expect(
