@@ -144,7 +144,7 @@ export function migrateCommand(io: Io, flags: Flags, json: boolean): Promise<num
 
 /**
  * `rename-organization`: moves an organization's rows and state to another id (a schema loaded before
- * organizations holds everything under `default`), in one transaction, holding both organizations alone.
+ * organizations holds everything under `default`), holding both organizations alone (organization-rename.ts).
  */
 export function renameOrganizationCommand(
   io: Io,

@@ -384,7 +384,7 @@ function adminCommandsOf(io: Io): Command[] {
       'rename-organization --from default --to acme --schema post_reports',
     )
       .description(
-        "Move an organization's rows and state to another id, in one transaction (a schema loaded before organizations holds them under default)",
+        "Move an organization's rows and state to another id, a month at a time; run it again if cut short (a schema loaded before organizations holds them under default)",
       )
       .requiredOption('--from <id>', 'the organization whose rows and state move')
       .requiredOption('--to <id>', 'the id they move to (one not in use)')
