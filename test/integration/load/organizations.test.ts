@@ -176,6 +176,33 @@ describe('organizations in one schema', () => {
     },
   );
 
+  it.each([
+    ['month', ['posts_KEY_m202602', 'posts_KEY_m202605']],
+    ['none', ['posts_KEY_all']],
+  ] as const)('a rename of partitions by %s keeps their periods under the new key', async (period, names) => {
+    const org = `wonka_${period}`;
+    await writeTarget(db.pool, { schema, org }, target.postIdField, {});
+    const loader = new Loader(db.pool, { ...target, org, partitionPeriod: period }, log.logger);
+    await load(loader, WEEK, `${org}-1`, [[post(1, {}, [seg('Region', 'West')])]]);
+    await load(loader, { start: '2026-05-04', end: '2026-05-10' }, `${org}-2`, [[post(2)]]);
+    const before = await holdings(org);
+    const to = `Wonka.${period}`;
+    expect(await renameOrganization(db.pool, { schema, org }, to, { waitMs: 60_000 })).toMatchObject({
+      posts: 2,
+      windows: 2,
+    });
+    expect(await holdings(org)).toEqual([]);
+    const moved = await holdings(to);
+    expect(moved.map((row) => row.replaceAll(to, org))).toEqual(before);
+    const key = await organizationKey(db.pool, { schema, org: to });
+    const { rows } = await db.pool.query<{ name: string }>(
+      `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = '${schema}.posts'::regclass AND pg_get_expr(c.relpartbound, c.oid) LIKE $1 ORDER BY 1`,
+      [`%'${to}'%`],
+    );
+    expect(rows.map((r) => r.name)).toEqual(names.map((name) => name.replace('KEY', key)));
+  });
+
   it('a rename cut short leaves each window whole under one id or the other, and is finished by running it again', async () => {
     const scope: Scope = { schema, org: 'tyrell3' };
     await writeTarget(db.pool, scope, target.postIdField, {});
