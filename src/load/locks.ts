@@ -115,8 +115,15 @@ export async function lockForTransaction(db: Queryable, key: string): Promise<vo
 }
 
 /**
+ * The longest a reset's or a rename's drop of a partition waits for its parent's ACCESS EXCLUSIVE lock before it
+ * gives way and is tried again: every reader and writer of the parent queues behind a waiting request, so this
+ * bounds what other organizations wait for it.
+ */
+export const PARENT_LOCK_WAIT_MS = 500;
+
+/**
  * Takes for the transaction what a window commit takes before it writes to the parents: the commit lock, then the
- * DDL lock. DDL on one organization's partitions (a reset drops them, a rename detaches and attaches them) locks
+ * DDL lock. DDL on one organization's partitions (a reset or a rename drops them) locks
  * the parents, in no fixed order, and another organization's commit locks them too, posts then
  * post_custom_segments: without this the two could each wait for the other (a deadlock) instead of one for the
  * other.

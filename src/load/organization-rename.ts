@@ -11,14 +11,14 @@
  *  2. the rows move a month at a time, each month in a transaction of its own, through the parents: a reader sees
  *     a window under one id or the other, whole, and only row locks of the organization's own rows are held;
  *  3. each emptied partition of the old id is dropped in a transaction of its own that waits for the parent's
- *     lock a moment at most (RELEASE_WAIT_MS), tried again with backoff while readers are in the way.
+ *     lock a moment at most (PARENT_LOCK_WAIT_MS), tried again with backoff while readers are in the way.
  * A rename cut short (a lost session, a stop) is finished by running it again: its record says where it went.
  */
 import pg from 'pg';
 import { ConfigError, StoreError } from '../errors.js';
 import { withTransaction } from './database.js';
 import { retryDatabase } from './database-retry.js';
-import { ddlLockKey, lockForTransaction, lockParentsForTransaction } from './locks.js';
+import { ddlLockKey, lockForTransaction, lockParentsForTransaction, PARENT_LOCK_WAIT_MS } from './locks.js';
 import { organizationKey } from './organization-keys.js';
 import { PARTITIONED_TABLES, periodPartition } from './period-partitions.js';
 import * as queries from './queries.js';
@@ -26,12 +26,6 @@ import { type Scope, STATE_TABLES, scopeName } from './scope.js';
 import { qualified } from './table-names.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
-
-/**
- * The longest a drop of an emptied partition waits for its parent's lock before it lets readers go and tries
- * again: readers queue behind a waiting ACCESS EXCLUSIVE request, so this bounds what they wait.
- */
-const RELEASE_WAIT_MS = 500;
 
 /** What a rename moved. */
 export interface RenamedOrganization {
@@ -194,11 +188,11 @@ async function moveRows(
   return posts;
 }
 
-/** Step 3: an emptied partition of the old id, dropped; its parent's lock is waited for RELEASE_WAIT_MS at most. */
+/** Step 3: an emptied partition of the old id, dropped; its parent's lock is waited for PARENT_LOCK_WAIT_MS at most. */
 async function dropEmptied(db: Queryable, schema: string, partition: OrgPartition): Promise<void> {
   // The commits' locks first, as a commit takes them: waiting for one, the drop holds nothing of the parents'.
   await lockParentsForTransaction(db, schema);
-  await db.query(`SET LOCAL lock_timeout = ${RELEASE_WAIT_MS}`);
+  await db.query(`SET LOCAL lock_timeout = ${PARENT_LOCK_WAIT_MS}`);
   const left = await db.query<{ found: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM ${qualified(schema, partition.name)}) AS found`,
   );

@@ -3,7 +3,7 @@ import { ALL_FIELDS, type FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
 import type { LoadedWindow, Window } from '../model/window.js';
-import { lockParentsForTransaction } from './locks.js';
+import { lockParentsForTransaction, PARENT_LOCK_WAIT_MS } from './locks.js';
 import { type Scope, STATE_TABLES } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -128,23 +128,19 @@ export interface ResetCounts {
   readonly posts: number;
 }
 
-/** How long a reset's drop of a partition waits for its parent's lock at most, each time it is tried. */
-export const RESET_LOCK_WAIT_MS = 500;
-
 /**
  * Starts the organization over (--reset): drops its partitions and stages, forgets its windows and reports, and
  * records its target anew without a cursor, counting the reset (resetCount); another organization's rows and
  * state are not touched. Run it inside one transaction, so that a failure leaves everything as it was. The
  * partitions are dropped, not emptied, so that the period now configured applies to every date again; each drop
  * takes its parent's ACCESS EXCLUSIVE lock, which every reader and writer of the parent queues behind, so the drops
- * come last and wait for the lock `lockWaitMs` at most (LOCK_NOT_AVAILABLE: the caller tries it all again later).
+ * come last and wait for the lock PARENT_LOCK_WAIT_MS at most (LOCK_NOT_AVAILABLE: the caller tries it all again later).
  */
 export async function resetTarget(
   db: Queryable,
   scope: Scope,
   postIdField: string,
   filters: Filters,
-  lockWaitMs = RESET_LOCK_WAIT_MS,
 ): Promise<ResetCounts> {
   const { schema, org } = scope;
   await lockParentsForTransaction(db, schema);
@@ -174,7 +170,7 @@ export async function resetTarget(
   const { rows: timeout } = await db.query<{ setting: string }>(
     `SELECT current_setting('lock_timeout') AS setting`,
   );
-  await db.query(`SELECT set_config('lock_timeout', $1, true)`, [`${lockWaitMs}ms`]);
+  await db.query(`SELECT set_config('lock_timeout', $1, true)`, [`${PARENT_LOCK_WAIT_MS}ms`]);
   for (const { name } of tables.rows) {
     await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
   }
