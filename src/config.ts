@@ -131,6 +131,11 @@ export interface Config {
   readonly log: LogConfig;
   /** What is not wrong enough to refuse but must be said, one line each (a secret file others may read). */
   readonly warnings?: readonly string[];
+  /**
+   * With an organizations file (--organizations): every organization of the run, in the file's order. The
+   * run's own `db.organization` is then unused.
+   */
+  readonly organizations?: readonly OrganizationConfig[];
 }
 
 export interface SettingSpec {
@@ -468,7 +473,54 @@ export const SETTINGS = {
     description:
       'A JSON file of settings keyed by their variables, e.g. {"POST_REPORTS_BRANDS": ["A"]}; the environment and flags win',
   },
+  organizations: {
+    env: 'POST_REPORTS_ORGANIZATIONS',
+    flag: '--organizations',
+    placeholder: '<file>',
+    description:
+      'Every organization in one run: a JSON file mapping each organization id to its settings, keyed like --config (e.g. {"acme": {"POST_REPORTS_TOKEN_FILE": "/run/secrets/acme"}}); an entry wins over flags and environment for its organization',
+  },
+  organizationConcurrency: {
+    env: 'POST_REPORTS_ORGANIZATION_CONCURRENCY',
+    description:
+      "Most windows one organization has in flight in a run of several (--organizations), of POST_REPORTS_CONCURRENCY's; default half of it, rounded up (all of it for one organization)",
+  },
 } as const satisfies Record<string, SettingSpec>;
+
+/**
+ * The settings an organization's entry in the --organizations file may set: what reaches its API and what it
+ * loads. The others are the whole run's (its database, schema, budgets, log), and an entry setting one is refused.
+ */
+export const ORGANIZATION_SETTINGS: readonly SettingName[] = [
+  'baseUrl',
+  'token',
+  'tokenFile',
+  'allowHttp',
+  'apiProxy',
+  'apiCaFile',
+  'apiClientCertFile',
+  'apiClientKeyFile',
+  'apiClientKeyPassphraseFile',
+  'requestTimeoutMs',
+  'maxReportPages',
+  'maxResponseBytes',
+  'maxAttempts',
+  'maxRetryTimeMs',
+  'retryMinDelayMs',
+  'pollInitialMs',
+  'pollMaxMs',
+  'pollDeadlineMs',
+  'reportReuseMs',
+  'windowDays',
+  'lookbackDays',
+  'startDate',
+  'windowAttempts',
+  'stallTimeoutMs',
+  ...FILTER_NAMES,
+  'segments',
+  'fields',
+  'excludeFields',
+];
 
 export type SettingName = keyof typeof SETTINGS;
 
@@ -740,31 +792,52 @@ export function readSettingsFile(path: string): RawSettings {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ConfigError('CONFIG_INVALID', `${path} is not a JSON object of settings`);
   }
-  const variables = new Map<string, SettingSpec>(
-    Object.values(SETTINGS as Record<string, SettingSpec>).map((spec) => [spec.env, spec]),
-  );
+  return fileSettings(`${path}:`, parsed as Record<string, unknown>);
+}
+
+/** Each setting's spec by its variable. */
+function settingsByVariable(): Map<string, SettingSpec> {
+  return new Map(Object.values(SETTINGS as Record<string, SettingSpec>).map((spec) => [spec.env, spec]));
+}
+
+/**
+ * The settings of a JSON object keyed by their variables (a --config file, an organization's entry), a list
+ * joined as its variable takes it. `only`: the settings allowed, any other refused with `whyNot`. Throws a
+ * ConfigError starting with `where`.
+ */
+function fileSettings(
+  where: string,
+  object: Record<string, unknown>,
+  only?: { readonly names: readonly SettingName[]; readonly whyNot: (key: string) => string },
+): Record<string, string> {
+  const variables = settingsByVariable();
+  const allowed =
+    only === undefined ? undefined : new Set<string>(only.names.map((name) => SETTINGS[name].env));
   const settings: Record<string, string> = {};
-  for (const [key, value] of Object.entries(parsed)) {
+  for (const [key, value] of Object.entries(object)) {
     const spec = variables.get(key);
     if (spec?.atStart === true) {
       throw new ConfigError(
         'CONFIG_INVALID',
-        `${path}: ${key} is read when the CLI starts, before this file: set it in the environment`,
+        `${where} ${key} is read when the CLI starts, before this file: set it in the environment`,
       );
     }
     if (spec === undefined || spec.env === SETTINGS.configFile.env) {
       const near = nearest(key, [...variables.keys()]);
       throw new ConfigError(
         'CONFIG_INVALID',
-        `${path}: ${key} is not a setting${near === undefined ? '' : ` (did you mean ${near}?)`}`,
+        `${where} ${key} is not a setting${near === undefined ? '' : ` (did you mean ${near}?)`}`,
       );
+    }
+    if (allowed !== undefined && only !== undefined && !allowed.has(key)) {
+      throw new ConfigError('CONFIG_INVALID', `${where} ${only.whyNot(key)}`);
     }
     const separator = spec.env === SETTINGS.segments.env ? ';' : ',';
     const list = Array.isArray(value) ? value : [value];
     if (!list.every((v) => ['string', 'number', 'boolean'].includes(typeof v))) {
       throw new ConfigError(
         'CONFIG_INVALID',
-        `${path}: ${key} must be a string, a number, a boolean or a list`,
+        `${where} ${key} must be a string, a number, a boolean or a list`,
       );
     }
     settings[key] = list.map(String).join(separator);
@@ -1381,7 +1454,10 @@ export interface ConfigNeeds {
 
 /**
  * Parses and validates the configuration once. Every problem found is reported, one line each, in a single
- * ConfigError. The result is deeply frozen and is passed explicitly to whatever needs it.
+ * ConfigError. The result is deeply frozen and is passed explicitly to whatever needs it. With an organizations
+ * file (--organizations), the whole run's settings are checked here as always, and each organization's own
+ * (`organizations`): one whose settings are wrong is kept, with its problems, for the run to report while the
+ * others load; a file that is not as it should be is one ConfigError naming it.
  */
 export function parseConfig(
   environment: RawSettings,
@@ -1397,18 +1473,162 @@ export function parseConfig(
       `${name} is not a setting (did you mean ${meant}?): rename it, its value is not used as it is`,
     );
   }
+  const orgsPath = raw('organizations', env, flags);
+  const entries = orgsPath === undefined ? undefined : readOrganizationsFile(orgsPath);
+  if (entries !== undefined && (flags.organization ?? env[SETTINGS.organization.env] ?? '').trim() !== '') {
+    problems.add(
+      `${where('organization')} and ${where('organizations')} are both set: give one organization, or the file of all of them`,
+    );
+  }
   const ignore = new Problems();
   const run = runConfig(env, flags, problems);
-  const api = apiConfig(env, flags, needs.api ? problems : ignore);
+  // With an organizations file, the API is each organization's: checked for each below.
+  const api = apiConfig(env, flags, needs.api && entries === undefined ? problems : ignore);
   // One budget for the bodies in flight across the run, whatever the concurrency: each response takes its share.
   const bodyMemory = integer('bodyMemoryBytes', env, flags, needs.api ? problems : ignore, 65_536, 2 ** 36);
-  const config: Config = {
-    api: { ...api, bodyShareBytes: Math.floor(bodyMemory / (BODIES_PER_WINDOW * run.concurrency)) },
-    db: dbConfig(env, flags, needs.db ? problems : ignore),
-    run,
-    log: logConfig(env, flags, problems),
-  };
+  const bodyShareBytes = Math.floor(bodyMemory / (BODIES_PER_WINDOW * run.concurrency));
+  const db = dbConfig(env, flags, needs.db ? problems : ignore);
+  const share = entries === undefined ? run.concurrency : organizationShare(env, flags, run, entries.size, problems);
+  const base: Config = { api: { ...api, bodyShareBytes }, db, run, log: logConfig(env, flags, problems) };
   problems.throwIfAny();
   if (file !== undefined && file.trim() !== '') problems.warn(openFileWarning(SETTINGS.configFile.env, file));
-  return deepFreeze(problems.warnings.length > 0 ? { ...config, warnings: problems.warnings } : config);
+  const organizations =
+    entries === undefined
+      ? undefined
+      : [...entries].map(([id, entry]) =>
+          organizationConfig(id, entry, { env, flags, needs, base, share, warnings: problems }),
+        );
+  if (orgsPath !== undefined) problems.warn(openFileWarning(SETTINGS.organizations.env, orgsPath));
+  return deepFreeze({
+    ...base,
+    ...(organizations === undefined ? {} : { organizations }),
+    ...(problems.warnings.length > 0 ? { warnings: [...new Set(problems.warnings)] } : {}),
+  });
+}
+
+/** One organization of an organizations file: its configuration, or the problems of its settings. */
+export type OrganizationConfig =
+  | { readonly id: string; readonly config: Config }
+  | { readonly id: string; readonly problems: readonly string[] };
+
+/** The most windows one organization of several has in flight: POST_REPORTS_ORGANIZATION_CONCURRENCY. */
+function organizationShare(
+  env: RawSettings,
+  flags: Flags,
+  run: RunConfig,
+  organizations: number,
+  problems: Problems,
+): number {
+  if (raw('organizationConcurrency', env, flags) === undefined) {
+    // Half the budget: one large organization cannot take it all, and two still fill it.
+    return organizations === 1 ? run.concurrency : Math.ceil(run.concurrency / 2);
+  }
+  const share = integer('organizationConcurrency', env, flags, problems, 1, 64);
+  return Math.min(share, run.concurrency);
+}
+
+/**
+ * An organization's configuration: its entry wins over the flags, the environment and the --config file, for it
+ * alone; what reaches its API and what it loads are its own, the rest is the run's (`base`), its windows in flight
+ * at most its share.
+ */
+function organizationConfig(
+  id: string,
+  entry: RawSettings,
+  context: {
+    readonly env: RawSettings;
+    readonly flags: Flags;
+    readonly needs: ConfigNeeds;
+    readonly base: Config;
+    readonly share: number;
+    readonly warnings: Problems;
+  },
+): OrganizationConfig {
+  const env = { ...context.env, ...entry };
+  const flags: Flags = { ...context.flags };
+  for (const name of ORGANIZATION_SETTINGS) {
+    if (entry[SETTINGS[name].env] !== undefined) delete flags[name];
+  }
+  const problems = new Problems();
+  const run = runConfig(env, flags, problems);
+  const api = apiConfig(env, flags, context.needs.api ? problems : new Problems());
+  for (const warning of problems.warnings) context.warnings.warn(`organization ${id}: ${warning}`);
+  if (problems.list.length > 0) return { id, problems: problems.list };
+  return {
+    id,
+    config: {
+      ...context.base,
+      api: {
+        ...api,
+        ...(context.base.api.bodyShareBytes === undefined
+          ? {}
+          : { bodyShareBytes: context.base.api.bodyShareBytes }),
+      },
+      db: { ...context.base.db, organization: id },
+      run: { ...run, concurrency: context.share },
+    },
+  };
+}
+
+/**
+ * The organizations of an organizations file (--organizations, POST_REPORTS_ORGANIZATIONS) and each one's settings,
+ * in the file's order: a JSON object mapping each organization id to an object of settings keyed like a --config
+ * file, of those an organization may set (ORGANIZATION_SETTINGS). Throws ConfigError (exit 2), one line naming the
+ * file and the value.
+ */
+export function readOrganizationsFile(path: string): ReadonlyMap<string, RawSettings> {
+  const named = `${SETTINGS.organizations.env}, ${SETTINGS.organizations.flag}`;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `cannot read ${path} (${named}): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${path} (${named}) is not JSON (${(error as Error).message.split('\n')[0]}): give an object mapping each organization id to its settings`,
+    );
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${path} (${named}) must be a JSON object mapping each organization id to its settings, e.g. {"acme": {"${SETTINGS.tokenFile.env}": "/run/secrets/acme"}}`,
+    );
+  }
+  const entries = Object.entries(parsed as Record<string, unknown>);
+  if (entries.length === 0) {
+    throw new ConfigError('CONFIG_INVALID', `${path} (${named}) names no organization: add one, or leave it unset`);
+  }
+  const organizations = new Map<string, RawSettings>();
+  for (const [id, settings] of entries) {
+    if (!isOrganizationId(id)) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${path}: ${JSON.stringify(id)} is not an organization id: it must be ${ORGANIZATION_ID_RULE}`,
+      );
+    }
+    const where = `${path}: organization ${id}:`;
+    if (settings === null || typeof settings !== 'object' || Array.isArray(settings)) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${where} its settings must be a JSON object keyed by their variables, as in a --config file (${JSON.stringify(settings)} given)`,
+      );
+    }
+    organizations.set(
+      id,
+      fileSettings(where, settings as Record<string, unknown>, {
+        names: ORGANIZATION_SETTINGS,
+        whyNot: (key) =>
+          `${key} is the whole run's setting, not an organization's: set it outside the file (an organization sets its API, token, filters, fields, dates and windows)`,
+      }),
+    );
+  }
+  return organizations;
 }

@@ -51,6 +51,42 @@ export function renderMetrics(
   endedAt: Date,
   previousSuccess: number | undefined,
 ): string {
+  return renderMetricsOf([{ target, run, previousSuccess }], endedAt);
+}
+
+/** One target's figures in a metrics file of several (a run of several organizations). */
+export interface MetricsEntry {
+  readonly target: MetricsTarget;
+  readonly run: MetricsRun;
+  readonly previousSuccess: number | undefined;
+}
+
+/** The metrics of several targets: each metric once, with a sample of each target. */
+export function renderMetricsOf(entries: readonly MetricsEntry[], endedAt: Date): string {
+  const byName = new Map<string, { help: string; samples: Metric['samples'][number][] }>();
+  for (const entry of entries) {
+    for (const metric of metricsOf(entry.target, entry.run, endedAt, entry.previousSuccess)) {
+      const found = byName.get(metric.name) ?? { help: metric.help, samples: [] };
+      found.samples.push(...metric.samples);
+      byName.set(metric.name, found);
+    }
+  }
+  const lines: string[] = [];
+  for (const [name, metric] of byName) {
+    lines.push(`# HELP ${name} ${metric.help}`, `# TYPE ${name} gauge`);
+    for (const sample of metric.samples) {
+      lines.push(`${name}${labelsText(sample.labels ?? {})} ${sample.value}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function metricsOf(
+  target: MetricsTarget,
+  run: MetricsRun,
+  endedAt: Date,
+  previousSuccess: number | undefined,
+): Metric[] {
   const base = { schema: target.schema, organization: target.organization };
   const ended = endedAt.getTime() / 1000;
   const success = run.exitCode === 0 ? ended : previousSuccess;
@@ -103,14 +139,7 @@ export function renderMetrics(
       samples: [{ labels: base, value: dateSeconds(run.cursor) }],
     });
   }
-  const lines: string[] = [];
-  for (const metric of metrics) {
-    lines.push(`# HELP ${metric.name} ${metric.help}`, `# TYPE ${metric.name} gauge`);
-    for (const sample of metric.samples) {
-      lines.push(`${metric.name}${labelsText(sample.labels ?? {})} ${sample.value}`);
-    }
-  }
-  return `${lines.join('\n')}\n`;
+  return metrics;
 }
 
 /** The last success the metrics file at `path` records for `target`, if it exists and records one. */
@@ -134,7 +163,20 @@ export async function writeMetricsFile(
   run: MetricsRun,
   endedAt: Date,
 ): Promise<void> {
-  const text = renderMetrics(target, run, endedAt, await previousSuccess(path, target));
+  await writeMetricsFileOf(path, [{ target, run }], endedAt);
+}
+
+/** Writes the metrics of several targets (each organization of a run) to `path`, as writeMetricsFile does. */
+export async function writeMetricsFileOf(
+  path: string,
+  runs: readonly { readonly target: MetricsTarget; readonly run: MetricsRun }[],
+  endedAt: Date,
+): Promise<void> {
+  const entries: MetricsEntry[] = [];
+  for (const { target, run } of runs) {
+    entries.push({ target, run, previousSuccess: await previousSuccess(path, target) });
+  }
+  const text = renderMetricsOf(entries, endedAt);
   // Not *.prom: the collector reads only those, and must never see this one half written.
   const temporary = `${path}.${process.pid}.tmp`;
   try {

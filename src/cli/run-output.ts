@@ -1,5 +1,5 @@
-import { ConfigError, EtlError, oneLine } from '../errors.js';
-import { EXIT, exitFor } from '../pipeline/exit-codes.js';
+import { ConfigError, oneLine } from '../errors.js';
+import { errorEnd } from '../pipeline/exit-codes.js';
 import type { RunStatus, RunSummary } from '../pipeline/run-summary.js';
 import { terminalSafe } from '../secret.js';
 import { VERSION } from '../version.js';
@@ -16,17 +16,7 @@ export interface Io {
 
 /** Maps an error that stopped a command to its exit code (exitFor decides) and status. */
 export function classify(error: unknown): { exitCode: number; status: RunStatus; code: string } {
-  const exitCode = exitFor({ error });
-  const code = error instanceof EtlError ? error.code : 'UNEXPECTED';
-  const status: RunStatus =
-    exitCode === EXIT.usage
-      ? 'invalid'
-      : exitCode === EXIT.lockHeld
-        ? 'lock_held'
-        : exitCode === EXIT.interrupted
-          ? 'interrupted'
-          : 'failed';
-  return { exitCode, status, code };
+  return errorEnd(error);
 }
 
 /** One line per problem on stderr, prefixed so that it stands out in a scheduler's log. */

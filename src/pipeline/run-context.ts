@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import type { RunCounters } from './run-counters.js';
+import type { WindowSlots } from './run-groups.js';
 import type { RunStop } from './run-stop.js';
 import type { ProgressEvent } from './run-summary.js';
 
@@ -18,6 +19,8 @@ export interface RunContext {
   readonly onProgress?: (event: ProgressEvent) => void;
   /** The connector's clock (default: the one the configuration starts, the system clock unless set). */
   readonly clock?: Clock;
+  /** A window budget shared with the runs of other organizations of the same process, besides its own. */
+  readonly windowSlots?: WindowSlots;
 }
 
 /** What a run's windows share once it is under way. */

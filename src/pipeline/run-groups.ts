@@ -16,8 +16,13 @@ export interface LoadOutcome {
   readonly byOthers: number;
 }
 
+/** Runs a task when a slot of a budget shared with other runs is free (the run of several organizations). */
+export type WindowSlots = <T>(task: () => Promise<T>) => Promise<T>;
+
 interface GroupOptions {
   readonly concurrency: number;
+  /** A budget the windows share with other runs of the process, besides their own `concurrency`. */
+  readonly shared?: WindowSlots;
   readonly signal: AbortSignal;
   readonly claims: WindowClaims;
   /** The owner of each group's commit. */
@@ -44,7 +49,12 @@ export async function loadGroups(
   options: GroupOptions,
 ): Promise<LoadOutcome> {
   const { signal, claims } = options;
-  const limit = pLimit(options.concurrency);
+  const own = pLimit(options.concurrency);
+  const { shared } = options;
+  // A window takes one of its run's slots, then one of the shared budget: a run never queues more windows there
+  // than its own share, so that the runs' windows take turns.
+  const limit = <T>(task: () => Promise<T>): Promise<T> =>
+    shared === undefined ? own(task) : own(() => shared(task));
   const failures: WindowFailure[] = [];
   const deferred: WindowGroup[] = [];
   let interrupted = 0;

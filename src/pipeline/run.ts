@@ -25,7 +25,7 @@ import { preflight } from './preflight.js';
 import { type PreparedRun, prepareRun } from './prepare-run.js';
 import { type ActiveRun, type RunContext, runScope } from './run-context.js';
 import { RunCounters } from './run-counters.js';
-import { type LoadOutcome, loadGroups } from './run-groups.js';
+import { type LoadOutcome, loadGroups, type WindowSlots } from './run-groups.js';
 import type { RunRequest } from './run-request.js';
 import { RunStop } from './run-stop.js';
 import type { RunStatus, RunSummary, WindowFailure } from './run-summary.js';
@@ -123,7 +123,7 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
         clock,
         ...(context.onProgress === undefined ? {} : { onProgress: context.onProgress }),
       };
-      const summary = await loadRun(run, request, started, lock, madeSince);
+      const summary = await loadRun(run, request, started, lock, madeSince, context.windowSlots);
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {
@@ -152,6 +152,7 @@ async function loadRun(
   started: number,
   lock: RunLocks,
   madeSince: Date,
+  shared: WindowSlots | undefined,
 ): Promise<RunSummary> {
   const { config, pool, stop, logger } = run;
   const signal = stop.signal;
@@ -174,6 +175,7 @@ async function loadRun(
     await claims.start();
     const outcome = await loadGroups(new WindowStager(run), prepared.groups, {
       concurrency: config.run.concurrency,
+      ...(shared === undefined ? {} : { shared }),
       signal,
       claims,
       commits: new WindowCommit({
