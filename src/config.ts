@@ -1488,7 +1488,8 @@ export function parseConfig(
   const bodyMemory = integer('bodyMemoryBytes', env, flags, needs.api ? problems : ignore, 65_536, 2 ** 36);
   const bodyShareBytes = Math.floor(bodyMemory / (BODIES_PER_WINDOW * run.concurrency));
   const db = dbConfig(env, flags, needs.db ? problems : ignore);
-  const share = entries === undefined ? run.concurrency : organizationShare(env, flags, run, entries.size, problems);
+  const share =
+    entries === undefined ? run.concurrency : organizationShare(env, flags, run, entries.size, problems);
   const base: Config = { api: { ...api, bodyShareBytes }, db, run, log: logConfig(env, flags, problems) };
   problems.throwIfAny();
   if (file !== undefined && file.trim() !== '') problems.warn(openFileWarning(SETTINGS.configFile.env, file));
@@ -1510,6 +1511,12 @@ export function parseConfig(
 export type OrganizationConfig =
   | { readonly id: string; readonly config: Config }
   | { readonly id: string; readonly problems: readonly string[] };
+
+/** Settings given in one form or the other, never both: an organization's entry giving either replaces both. */
+const EITHER_FORM: readonly (readonly SettingName[])[] = [
+  ['token', 'tokenFile'],
+  ['fields', 'excludeFields'],
+];
 
 /** The most windows one organization of several has in flight: POST_REPORTS_ORGANIZATION_CONCURRENCY. */
 function organizationShare(
@@ -1544,11 +1551,21 @@ function organizationConfig(
     readonly warnings: Problems;
   },
 ): OrganizationConfig {
-  const env = { ...context.env, ...entry };
+  const env: Record<string, string | undefined> = { ...context.env };
   const flags: Flags = { ...context.flags };
+  // What an entry sets replaces the run's value; and a setting of two forms (the token or its file, the fields to
+  // load or those to leave out) in both: an entry's token file is no conflict with the run's POST_REPORTS_TOKEN.
+  for (const forms of EITHER_FORM) {
+    if (!forms.some((name) => entry[SETTINGS[name].env] !== undefined)) continue;
+    for (const name of forms) {
+      delete env[SETTINGS[name].env];
+      delete flags[name];
+    }
+  }
   for (const name of ORGANIZATION_SETTINGS) {
     if (entry[SETTINGS[name].env] !== undefined) delete flags[name];
   }
+  Object.assign(env, entry);
   const problems = new Problems();
   const run = runConfig(env, flags, problems);
   const api = apiConfig(env, flags, context.needs.api ? problems : new Problems());
@@ -1604,7 +1621,10 @@ export function readOrganizationsFile(path: string): ReadonlyMap<string, RawSett
   }
   const entries = Object.entries(parsed as Record<string, unknown>);
   if (entries.length === 0) {
-    throw new ConfigError('CONFIG_INVALID', `${path} (${named}) names no organization: add one, or leave it unset`);
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${path} (${named}) names no organization: add one, or leave it unset`,
+    );
   }
   const organizations = new Map<string, RawSettings>();
   for (const [id, settings] of entries) {

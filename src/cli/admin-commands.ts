@@ -239,6 +239,35 @@ export function statusCommand(io: Io, flags: Flags, json: boolean, all = false):
     async (guard) => {
       const { config, logger } = guardedContext(guard, flags, { db: true }, io.signal);
       const scope = runScope(config);
+      if (config.organizations !== undefined) {
+        if (all) throw bothOrganizationOptions();
+        const ids = config.organizations.map((o) => o.id);
+        const statuses = await withDatabase(config, logger, 1, async (pool) => {
+          const exists = await schemaExists(pool, scope.schema);
+          const found: SchemaStatus[] = [];
+          for (const org of ids) {
+            found.push(
+              exists
+                ? await readSchemaStatus(pool, { schema: scope.schema, org })
+                : nothingLoaded(scope.schema, org),
+            );
+          }
+          return found;
+        });
+        if (!human) {
+          io.stdout.write(`${JSON.stringify(statuses)}\n`);
+          return;
+        }
+        for (const [i, status] of statuses.entries()) {
+          if (i > 0) io.stdout.write('\n');
+          if (status.windows.total === 0 && status.runs.length === 0) {
+            io.stdout.write(`${describeScope(status.schema, status.organization)}: nothing loaded yet\n`);
+          } else {
+            writeStatus(io, status);
+          }
+        }
+        return;
+      }
       const statuses = await withDatabase(config, logger, 1, async (pool) => {
         if (!(await schemaExists(pool, scope.schema))) return null;
         const orgs = await readOrganizations(pool, scope.schema);
@@ -270,6 +299,14 @@ export function statusCommand(io: Io, flags: Flags, json: boolean, all = false):
       }
     },
     human ? undefined : 'status',
+  );
+}
+
+/** --all-organizations and an organizations file name the organizations twice. */
+function bothOrganizationOptions(): ConfigError {
+  return new ConfigError(
+    'CONFIG_INVALID',
+    `--all-organizations and ${SETTINGS.organizations.flag} (${SETTINGS.organizations.env}) are both given: give one, every organization of the schema or those of the file`,
   );
 }
 
@@ -367,16 +404,63 @@ export function planCommand(io: Io, flags: Flags, args: PlanArgs): Promise<numbe
       throw new ConfigError('CONFIG_INVALID', 'plan needs --from and --to (a backfill), or --sync');
     }
     const today = todayUtc(startClock(config.run.clockStart).now());
-    const range = args.sync
-      ? undefined
-      : backfillRange(args.from ?? '', args.to ?? '', config.run.windowDays, args.reload, today);
-    const cut = range === undefined ? undefined : cutWarning(range);
+    // What each organization's run would load, by its own settings (its window length, start date, lookback).
+    const resolverOf = (each: Config) => {
+      const range = args.sync
+        ? undefined
+        : backfillRange(args.from ?? '', args.to ?? '', each.run.windowDays, args.reload, today);
+      return {
+        cut: range === undefined ? undefined : cutWarning(range),
+        resolve:
+          range === undefined
+            ? (history: LoadedHistory) => syncRange(each.run, history, today, args.reset)
+            : () => range,
+      };
+    };
+    const { cut, resolve } = resolverOf(config);
     if (cut !== undefined) io.stderr.write(`post-reports-etl: warning: ${cut}\n`);
-    const resolve =
-      range === undefined
-        ? (history: LoadedHistory) => syncRange(config.run, history, today, args.reset)
-        : () => range;
     const human = forPerson(io, args.json);
+    if (config.organizations !== undefined) {
+      if (args.allOrganizations === true) throw bothOrganizationOptions();
+      const organizations = config.organizations;
+      await withDatabase(config, logger, 1, async (pool) => {
+        const plans: Record<string, unknown>[] = [];
+        for (const [i, organization] of organizations.entries()) {
+          if (human && i > 0) io.stdout.write('\n');
+          if (!('config' in organization)) {
+            const message = organization.problems.join('; ');
+            if (human) {
+              io.stdout.write(
+                `${terminalSafe(`organization ${organization.id} of schema ${config.db.schema}: not planned: ${message}`)}\n`,
+              );
+            }
+            plans.push({
+              organization: organization.id,
+              error: { code: 'CONFIG_INVALID', message },
+            });
+            continue;
+          }
+          const each = organization.config;
+          if (human) {
+            await planOrganization(
+              io,
+              pool,
+              each,
+              resolverOf(each).resolve,
+              { ...args, allOrganizations: true },
+              true,
+            );
+            continue;
+          }
+          const scope = runScope(each);
+          const reset = args.reset ? await readResetPreview(pool, scope) : undefined;
+          const windows = await planRun(pool, each, resolverOf(each).resolve, { reset: args.reset });
+          plans.push({ organization: scope.org, ...(reset === undefined ? {} : { reset }), windows });
+        }
+        if (!human) io.stdout.write(`${JSON.stringify(plans)}\n`);
+      });
+      return;
+    }
     await withDatabase(config, logger, 1, async (pool) => {
       const orgs = args.allOrganizations
         ? await readOrganizations(pool, config.db.schema)

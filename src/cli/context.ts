@@ -59,14 +59,20 @@ export function commandContext(
   }
   // Every secret the connector knows: the token, the database's password, the proxy's credentials, the client key.
   const proxies = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].map((name) => env[name] ?? '');
-  const tls = config.api.tls?.client;
+  // Each organization of an organizations file reaches its API with secrets of its own.
+  const apis = [
+    config.api,
+    ...(config.organizations ?? []).flatMap((o) => ('config' in o ? [o.config.api] : [])),
+  ];
   const secrets = [
-    config.api.token.reveal(),
+    ...apis.flatMap((api) => [
+      api.token.reveal(),
+      api.proxy?.authorization?.reveal() ?? '',
+      api.tls?.client?.key.reveal() ?? '',
+      api.tls?.client?.passphrase?.reveal() ?? '',
+    ]),
     ...connectionSecrets(config.db.url.reveal(), env),
     ...proxies.flatMap((url) => urlPasswords(url)),
-    config.api.proxy?.authorization?.reveal() ?? '',
-    tls?.key.reveal() ?? '',
-    tls?.passphrase?.reveal() ?? '',
   ].filter((secret) => secret !== '');
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);

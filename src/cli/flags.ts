@@ -51,7 +51,12 @@ export function collectFlags(options: Record<string, unknown>, names: readonly S
 export const API_ACCESS_FLAGS: readonly SettingName[] = ['baseUrl', 'allowHttp'];
 export const API_FLAGS: readonly SettingName[] = [...API_ACCESS_FLAGS, 'postIdField'];
 /** What reads the schema. */
-export const DB_READ_FLAGS: readonly SettingName[] = ['databaseUrl', 'schema', 'organization'];
+export const DB_READ_FLAGS: readonly SettingName[] = [
+  'databaseUrl',
+  'schema',
+  'organization',
+  'organizations',
+];
 export const DB_FLAGS: readonly SettingName[] = [...DB_READ_FLAGS, 'partitionPeriod', 'lockWaitMs'];
 export const RUN_FLAGS: readonly SettingName[] = [
   'windowDays',
@@ -98,6 +103,7 @@ function helpGroupOf(name: SettingName): string {
       'databaseUrl',
       'schema',
       'organization',
+      'organizations',
       'partitionPeriod',
       'baseUrl',
       'allowHttp',

@@ -156,6 +156,7 @@ function runCommandsOf(io: Io): Command[] {
       'backfill --from 2026-01-01 --to 2026-01-31 --brands "Atlas Athletics" --schema atlas',
       'backfill --from 2026-02-01 --to 2026-02-28 --reload      # load those weeks again',
       'backfill --from 2026-01-01 --to 2026-03-31 --reset --yes 2>&1 | tee run.log',
+      'backfill --from 2026-01-01 --to 2026-03-31 --organizations organizations.json   # every organization',
     )
       .description('Load every window of a date range (never moves the incremental cursor)')
       .option('--from <date>', 'first date, YYYY-MM-DD (required)')
@@ -202,6 +203,7 @@ function runCommandsOf(io: Io): Command[] {
       new Command('sync'),
       'sync --start-date 2026-01-01   # then every night: post-reports-etl sync',
       'sync --organization acme --schema post_reports -q',
+      'sync --organizations organizations.json -q   # every organization of the file, in one run',
       'sync --reset --yes --start-date 2026-01-01   # start over, off a terminal',
     )
       .description('Incremental load: from the cursor minus the lookback up to today (UTC)')
@@ -274,7 +276,8 @@ function demoCommandOf(io: Io): Command {
 function adminCommandsOf(io: Io): Command[] {
   // Migrations and a rename are the schema's: no organization of its own.
   const schemaFlags = [...DB_FLAGS, 'postIdField', ...COMMON_FLAGS].filter(
-    (name): name is Exclude<SettingName, 'organization'> => name !== 'organization',
+    (name): name is Exclude<SettingName, 'organization' | 'organizations'> =>
+      name !== 'organization' && name !== 'organizations',
   );
   const migrate = addSettingFlags(
     withExample(new Command('migrate'), 'migrate --schema post_reports')

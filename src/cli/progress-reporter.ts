@@ -8,6 +8,11 @@ export interface ProgressReporter {
   readonly logSink: NodeJS.WritableStream | undefined;
   /** Starts reporting with the run's logger; returns the run's onProgress. */
   start(logger: Logger): (event: ProgressEvent) => void;
+  /** Starts reporting each of these organizations of a run of several; returns their onProgress. */
+  startOrganizations(
+    logger: Logger,
+    organizations: readonly string[],
+  ): (organization: string, event: ProgressEvent) => void;
   stop(): void;
 }
 
@@ -20,12 +25,19 @@ export async function createProgressReporter(
   intervalMs: number,
   quiet = false,
 ): Promise<ProgressReporter> {
-  if (quiet) return { logSink: undefined, start: () => () => {}, stop: () => {} };
+  if (quiet) {
+    return { logSink: undefined, start: () => () => {}, startOrganizations: () => () => {}, stop: () => {} };
+  }
   const tty = (stderr as Partial<NodeJS.WriteStream>).isTTY === true;
   if (tty) {
     const { LiveProgress } = await import('./live-progress.js');
     const live = new LiveProgress(stderr as NodeJS.WriteStream);
-    return { logSink: live.logSink, start: () => live.onProgress, stop: () => live.stop() };
+    return {
+      logSink: live.logSink,
+      start: () => live.onProgress,
+      startOrganizations: (_logger, organizations) => live.organizations(organizations),
+      stop: () => live.stop(),
+    };
   }
   let log: ProgressLog | undefined;
   return {
@@ -33,6 +45,10 @@ export async function createProgressReporter(
     start(logger) {
       log = new ProgressLog(logger, intervalMs);
       return log.onProgress;
+    },
+    startOrganizations(logger) {
+      log = new ProgressLog(logger, intervalMs);
+      return log.onOrganizationProgress;
     },
     stop: () => log?.stop(),
   };

@@ -1,18 +1,21 @@
-import type { Flags, RawSettings } from '../config.js';
+import { type Flags, type RawSettings, SETTINGS } from '../config.js';
+import { ConfigError } from '../errors.js';
 import { databaseWhere } from '../load/connection-error.js';
-import { backfill } from '../pipeline/backfill.js';
+import { backfill, backfillRange } from '../pipeline/backfill.js';
+import { type OrganizationRun, runOrganizations } from '../pipeline/organizations.js';
 import type { RunSummary } from '../pipeline/run-summary.js';
 import { sync } from '../pipeline/sync.js';
 import { terminalSafe } from '../secret.js';
-import { commandContext } from './context.js';
-import { type MetricsRun, type MetricsTarget, writeMetricsFile } from './metrics-file.js';
-import { createProgressReporter } from './progress-reporter.js';
+import { type CommandContext, commandContext } from './context.js';
+import { type MetricsRun, type MetricsTarget, writeMetricsFile, writeMetricsFileOf } from './metrics-file.js';
+import { createProgressReporter, type ProgressReporter } from './progress-reporter.js';
 import {
   classify,
   closingSentence,
   describeTarget,
   failureSummary,
   type Io,
+  plural,
   printError,
   printSummary,
   type RunTarget,
@@ -86,6 +89,13 @@ export async function runWithProgress(
       ...(progress.logSink === undefined ? {} : { logSink: progress.logSink }),
     });
     scrub = context.scrub;
+    if (context.config.organizations !== undefined) {
+      return await runEveryOrganization(io, command, context, args, progress, {
+        print,
+        printJson,
+        quiet,
+      });
+    }
     const { metricsFile } = context.config.run;
     if (metricsFile !== undefined) {
       metrics = {
@@ -143,6 +153,92 @@ export async function runWithProgress(
     await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started });
     return { exitCode };
   }
+}
+
+/**
+ * backfill or sync of every organization of an organizations file, in one run: a bar (or progress lines) for each,
+ * then each one's errors and failed windows named by it, its closing sentence on a terminal, and the summary line
+ * with each organization's result.
+ */
+async function runEveryOrganization(
+  io: Io,
+  command: 'backfill' | 'sync',
+  context: CommandContext,
+  args: RunArgs,
+  progress: ProgressReporter,
+  out: { readonly print: boolean; readonly printJson: boolean; readonly quiet: boolean },
+): Promise<RunOutcome> {
+  const { config, logger } = context;
+  if (args.reset === true) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `--reset starts one organization over, not every organization of ${SETTINGS.organizations.flag}: run it with ${SETTINGS.organization.flag} <id>`,
+    );
+  }
+  // Dates checked once, before any organization starts: each would refuse them alike.
+  if (command === 'backfill') backfillRange(args.from ?? '', args.to ?? '', 1, false);
+  const ids = (config.organizations ?? []).map((o) => o.id);
+  const where = { database: databaseWhere(config.db.url.reveal()), schema: config.db.schema };
+  logger.info(
+    { ...where, organizations: ids },
+    `loading ${plural(ids.length, 'organization')} into schema ${where.schema} of ${where.database}`,
+  );
+  const run: OrganizationRun =
+    command === 'backfill'
+      ? (each) =>
+          backfill({ ...each, from: args.from ?? '', to: args.to ?? '', reload: args.reload ?? false })
+      : (each) => sync(each);
+  const summary = await runOrganizations(
+    {
+      config,
+      logger,
+      signal: context.signal,
+      onProgress: progress.startOrganizations(logger, ids),
+    },
+    command,
+    run,
+  );
+  progress.stop();
+  const safe = (text: string) => terminalSafe(context.scrub(text));
+  for (const s of summary.organizations) {
+    const of = `organization ${s.organization}`;
+    if (s.error !== undefined) {
+      io.stderr.write(`post-reports-etl: error: ${of}: ${s.error.code}: ${safe(s.error.message)}\n`);
+    }
+    for (const f of s.failures) {
+      io.stderr.write(
+        `post-reports-etl: window failed: ${of}: ${f.start}..${f.end}: ${f.code}: ${safe(f.message)}\n`,
+      );
+    }
+  }
+  const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
+  if (out.print && tty && context.pretty && !out.quiet) {
+    for (const s of summary.organizations) {
+      const sentence = closingSentence(
+        { ...s, command, version: summary.version },
+        { ...where, organization: s.organization },
+      );
+      io.stderr.write(`${safe(sentence)}\n`);
+    }
+  }
+  if (out.printJson) printSummary(io, { ...summary, ...where }, context.scrub);
+  const { metricsFile } = config.run;
+  if (metricsFile !== undefined) {
+    try {
+      await writeMetricsFileOf(
+        metricsFile,
+        summary.organizations.map((s) => ({
+          target: { schema: config.db.schema, organization: s.organization },
+          run: { ...s, command },
+        })),
+        new Date(),
+      );
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      io.stderr.write(`post-reports-etl: warning: cannot write the metrics file ${metricsFile}: ${reason}\n`);
+    }
+  }
+  return { exitCode: summary.exitCode };
 }
 
 /** Writes the run's metrics when asked to; a file that cannot be written is a warning, not the run's failure. */

@@ -8,7 +8,7 @@ import { migrate, pendingMigrations } from '../load/migrate.js';
 import type { Logger } from '../logger.js';
 import type { Clock } from '../model/clock.js';
 import { VERSION } from '../version.js';
-import { EXIT, errorEnd, type ExitCode, mostSerious } from './exit-codes.js';
+import { EXIT, type ExitCode, errorEnd, mostSerious } from './exit-codes.js';
 import { checkServer } from './preflight.js';
 import type { RunContext } from './run-context.js';
 import type { ProgressEvent, RunStatus, RunSummary } from './run-summary.js';
@@ -181,7 +181,10 @@ async function runOne(
   } catch (error) {
     const cause = stopped() ? options.signal?.reason : error;
     logger.error(
-      { code: cause instanceof EtlError ? cause.code : 'UNEXPECTED', reason: oneLine(error instanceof Error ? error.message : String(error)) },
+      {
+        code: cause instanceof EtlError ? cause.code : 'UNEXPECTED',
+        reason: oneLine(error instanceof Error ? error.message : String(error)),
+      },
       'organization could not run',
     );
     return notRun(id, cause, started, error);
