@@ -22,6 +22,8 @@ describe('help (the built CLI)', () => {
         '--database-url',
         '--schema',
         '--organization',
+        // Every organization of an organizations file, as backfill and sync run them.
+        '--organizations',
         '--all-organizations',
         '--log-level',
         '--no-color',

@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ApiError, ConfigError, DataError, StoreError } from '../../../src/errors.js';
-import { EXIT, EXIT_CODE_TABLE, exitFor } from '../../../src/pipeline/exit-codes.js';
+import {
+  EXIT,
+  EXIT_CODE_TABLE,
+  EXIT_SEVERITY,
+  exitFor,
+  mostSerious,
+} from '../../../src/pipeline/exit-codes.js';
 
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 
@@ -46,5 +52,31 @@ describe('exit codes by cause', () => {
     expect(exitFor({ interrupted: true, failedWindows: 2 })).toBe(130);
     // A rejected token wins over the windows it interrupted.
     expect(exitFor({ interrupted: true, failedWindows: 1, stoppedBy: token })).toBe(2);
+  });
+});
+
+describe('the exit code of a run of several organizations', () => {
+  it('ranks every exit code once', () => {
+    expect([...EXIT_SEVERITY].sort((a, b) => a - b)).toEqual(EXIT_CODE_TABLE.map((row) => row.code));
+  });
+
+  it('is the most serious of theirs', () => {
+    expect(mostSerious([])).toBe(EXIT.ok);
+    expect(mostSerious([EXIT.ok, EXIT.ok])).toBe(EXIT.ok);
+    expect(mostSerious([EXIT.ok, EXIT.partial, EXIT.ok])).toBe(EXIT.partial);
+    expect(mostSerious([EXIT.partial, EXIT.lockHeld])).toBe(EXIT.lockHeld);
+    expect(mostSerious([EXIT.lockHeld, EXIT.failed, EXIT.partial])).toBe(EXIT.failed);
+    expect(mostSerious([EXIT.failed, EXIT.usage, EXIT.ok])).toBe(EXIT.usage);
+    expect(mostSerious([EXIT.usage, EXIT.interrupted, EXIT.partial])).toBe(EXIT.interrupted);
+  });
+
+  it('is ranked in the README as EXIT_SEVERITY ranks it', () => {
+    const start = README.indexOf(
+      'A run of several organizations (`--organizations`) exits with the most serious',
+    );
+    expect(start).toBeGreaterThan(0);
+    const order = README.slice(start, README.indexOf('\n\n', start)).match(/in this order:\s*([^.]*)/)?.[1];
+    const codes = [...(order ?? '').matchAll(/\b(\d+)\b/g)].map((m) => Number(m[1]));
+    expect(codes).toEqual([...EXIT_SEVERITY]);
   });
 });
