@@ -39,6 +39,17 @@ type GroupEnd =
   | 'done';
 
 /**
+ * The slots a run's windows take: `concurrency` of its own and, with a budget shared with other runs, one of that
+ * too. A window takes its run's slot first: a run never queues more windows on the shared budget than its own
+ * share, so that the runs' windows take turns there and a run with many cannot starve the others.
+ */
+export function windowLimit(concurrency: number, shared?: WindowSlots): WindowSlots {
+  const own = pLimit(concurrency);
+  return <T>(task: () => Promise<T>): Promise<T> =>
+    shared === undefined ? own(task) : own(() => shared(task));
+}
+
+/**
  * Stages the windows of every group, `concurrency` at a time, and commits each group whole. A failing window
  * never stops the others; its group is not committed. A group another process holds is left for later: this run
  * does every other group first, then waits for each in turn, and counts it as done when the other loaded it.
@@ -49,12 +60,7 @@ export async function loadGroups(
   options: GroupOptions,
 ): Promise<LoadOutcome> {
   const { signal, claims } = options;
-  const own = pLimit(options.concurrency);
-  const { shared } = options;
-  // A window takes one of its run's slots, then one of the shared budget: a run never queues more windows there
-  // than its own share, so that the runs' windows take turns.
-  const limit = <T>(task: () => Promise<T>): Promise<T> =>
-    shared === undefined ? own(task) : own(() => shared(task));
+  const limit = windowLimit(options.concurrency, options.shared);
   const failures: WindowFailure[] = [];
   const deferred: WindowGroup[] = [];
   let interrupted = 0;

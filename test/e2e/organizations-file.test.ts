@@ -245,6 +245,53 @@ describe('backfill --organizations FILE', () => {
   });
 });
 
+describe('sync --organizations FILE', () => {
+  it('reports the organizations it cannot run (no start date, a bad one) and loads the others', async () => {
+    const path = privateFile(
+      'sync.json',
+      JSON.stringify({
+        acme: { POST_REPORTS_TOKEN: 'token-acme', POST_REPORTS_START_DATE: '2026-11-09' },
+        globex: { POST_REPORTS_TOKEN: 'token-globex' },
+        initech: {
+          POST_REPORTS_BASE_URL: west.baseUrl,
+          POST_REPORTS_TOKEN: 'token-initech',
+          POST_REPORTS_START_DATE: '2026-13-01',
+        },
+      }),
+    );
+    const run = await runCli(['sync', '--organizations', path], env('synced'));
+    expect(run.code, run.stderr.slice(-3000)).toBe(2);
+    const [acme, globex, initech] = organizationsOf(run.summary);
+    expect(acme).toMatchObject({ organization: 'acme', status: 'succeeded', exitCode: 0 });
+    expect(acme!.posts).toBeGreaterThan(0);
+    expect(run.summary).toMatchObject({ command: 'sync', exitCode: 2, posts: acme!.posts });
+    expect(globex).toMatchObject({
+      organization: 'globex',
+      status: 'invalid',
+      exitCode: 2,
+      error: {
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining('the first sync needs a start date'),
+      },
+    });
+    expect(initech).toMatchObject({
+      status: 'invalid',
+      error: { code: 'CONFIG_INVALID', message: expect.stringContaining('"2026-13-01"') },
+    });
+    expect(run.stderr).toMatch(/post-reports-etl: error: organization globex: CONFIG_INVALID: /);
+    expect(run.stderr).toMatch(/post-reports-etl: error: organization initech: CONFIG_INVALID: /);
+    const status = await runCli(['status', '--organizations', path], env('synced'));
+    const cursors = (JSON.parse(status.stdout) as { organization: string; cursor: string | null }[]).map(
+      (s) => [s.organization, s.cursor],
+    );
+    expect(cursors).toEqual([
+      ['acme', '2026-11-25'],
+      ['globex', null],
+      ['initech', null],
+    ]);
+  });
+});
+
 describe('a bad organizations file', () => {
   const cases: [string, string, RegExp][] = [
     ['not JSON', '{"acme": ', /is not JSON/],

@@ -47,4 +47,20 @@ describe('LiveProgress', () => {
     expect(drawn).toMatch(/ █{4,5}░{19,20} 1\/5 windows \| 350 posts/);
     expect(drawn.indexOf('0/5 windows')).toBeLessThan(drawn.indexOf('1/5 windows'));
   });
+
+  it('draws a bar for each organization of a run of several, named, its names lined up', () => {
+    const terminal = fakeTerminal();
+    const live = new LiveProgress(terminal.stream);
+    const onProgress = live.organizations(['acme', 'globex_eu']);
+    onProgress('acme', { type: 'planned', windows: 4, skipped: 0 });
+    onProgress('globex_eu', { type: 'planned', windows: 2, skipped: 0 });
+    vi.advanceTimersByTime(1000);
+    onProgress('globex_eu', { type: 'page-staged', window: w('2026-01-05'), posts: 70 });
+    onProgress('globex_eu', { type: 'window-loaded', window: w('2026-01-05'), posts: 70, durationMs: 10 });
+    live.stop();
+
+    const drawn = terminal.drawn();
+    expect(drawn).toMatch(/ acme {6}░{24} 0\/4 windows \| 0 posts/);
+    expect(drawn).toMatch(/ globex_eu █{12}░{12} 1\/2 windows \| 70 posts/);
+  });
 });
