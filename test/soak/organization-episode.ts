@@ -7,11 +7,21 @@
  * (organization-state.ts); each one it did not run must hold its rows and state byte for byte as before; and no
  * row may carry a key that is no organization's. The episode ends with a clean run per organization, each of
  * which must then hold its own simulator truth.
+ *
+ * With --organizations-file, a faulty run of several organizations is one process loading them all through an
+ * organizations file (`--organizations FILE`, each entry its token, window size, filters and field selection):
+ * the summary's `organizations` must name each once, with an exit code its faults allow, and the process's exit
+ * code must be the most serious of theirs. Such a run resets none (a --reset is one organization's). The episode
+ * then ends with one clean run of every organization through the file.
  */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type pg from 'pg';
+import { SETTINGS, type SettingSpec } from '../../src/config.js';
 import { addDays } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
-import { EXIT } from '../../src/pipeline/exit-codes.js';
+import { EXIT, type ExitCode, mostSerious } from '../../src/pipeline/exit-codes.js';
 import type { Random } from '../../src/simulator/random.js';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
@@ -65,6 +75,8 @@ interface Episode {
   /** The organization whose windows have the most pages (see organizationEpisode). */
   readonly richest: number;
   readonly baseEnv: Record<string, string>;
+  /** Where its organizations files are written (--organizations-file). */
+  readonly dir: string;
 }
 
 /** What the tables of a run's organizations are checked against. */
@@ -109,6 +121,137 @@ function argsOf(ep: Episode, record: OrganizationRecord, extra: readonly string[
     ...(record.brands === null ? [] : ['--brands', record.brands.join(',')]),
     ...extra,
   ];
+}
+
+/** The settings of flags (`--markets US,JP`), keyed by their variables, as an organizations file holds them. */
+function flagSettings(args: readonly string[]): Record<string, string> {
+  const specs: SettingSpec[] = Object.values(SETTINGS);
+  const settings: Record<string, string> = {};
+  for (let i = 0; i < args.length; i += 2) {
+    const spec = specs.find((s) => s.flag === args[i]);
+    if (spec === undefined) throw new Error(`no setting has the flag ${args[i]}`);
+    settings[spec.env] = args[i + 1] ?? '';
+  }
+  return settings;
+}
+
+/**
+ * The backfill of the episode's range for several organizations in one process: an organizations file of their
+ * settings (`brandsOf`: the brands each loads with), then `extra`.
+ */
+function fileCommand(
+  ep: Episode,
+  indexes: readonly number[],
+  extra: readonly string[],
+): { args: string[]; env: Record<string, string> } {
+  const entries: Record<string, Record<string, string>> = {};
+  for (const i of indexes) {
+    const record = ep.records[i] as OrganizationRecord;
+    const { org } = record;
+    entries[org.id] = {
+      POST_REPORTS_TOKEN: org.token,
+      ...flagSettings([
+        '--window-days',
+        String(org.windowDays),
+        ...org.filterArgs,
+        ...org.selectionArgs,
+        ...(record.brands === null ? [] : ['--brands', record.brands.join(',')]),
+      ]),
+    };
+  }
+  const path = join(ep.dir, `organizations-${ep.tally.runs + 1}.json`);
+  writeFileSync(path, JSON.stringify(entries, null, 2));
+  chmodSync(path, 0o600);
+  // The run's budget: what the organizations' own runs would have had together, up to 8.
+  const concurrency = Math.min(
+    8,
+    indexes.reduce((n, i) => n + (ep.records[i]?.org.concurrency ?? 1), 0),
+  );
+  return {
+    args: [
+      'backfill',
+      '--from',
+      ep.from,
+      '--to',
+      ep.to,
+      '--concurrency',
+      String(concurrency),
+      '--schema',
+      ep.schema,
+      '--organizations',
+      path,
+      ...extra,
+    ],
+    env: { ...ep.baseEnv, POST_REPORTS_NOW: ep.sim.now() },
+  };
+}
+
+/** The windows of every "windows committed" line of a run of several organizations, by organization. */
+function committedByOrganization(stderr: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const line of stderr.split('\n')) {
+    if (!line.includes('"msg":"windows committed"')) continue;
+    try {
+      const parsed = JSON.parse(line) as { organization?: unknown; windows?: unknown };
+      const org = String(parsed.organization);
+      const windows = out.get(org) ?? new Set<string>();
+      if (Array.isArray(parsed.windows)) for (const w of parsed.windows) windows.add(String(w));
+      out.set(org, windows);
+    } catch {
+      // A line cut by SIGKILL: its commit is checked through the state tables anyway.
+    }
+  }
+  return out;
+}
+
+/** One organization's end in the summary of a run of several. */
+interface OrganizationEnd {
+  readonly organization: string;
+  readonly exitCode: number;
+  readonly status: string;
+}
+
+/**
+ * What is wrong with the summary of a run of several organizations in one process: each organization of the run
+ * named once, each with an exit code `allowed`, none held by another's lock, and the process's exit code the most
+ * serious of theirs. Their ends are returned (none without a summary: a process killed by a signal).
+ */
+function checkFileSummary(
+  ep: Episode,
+  indexes: readonly number[],
+  result: CliResult,
+  allowed: ReadonlySet<number>,
+  who: string,
+): { problems: string[]; ends: OrganizationEnd[] } {
+  if (result.summary === undefined) return { problems: [], ends: [] };
+  const ends = (result.summary.organizations ?? []) as OrganizationEnd[];
+  const problems: string[] = [];
+  const ids = indexes.map((i) => ep.records[i]?.org.id ?? '');
+  const named = ends.map((e) => e.organization);
+  if (JSON.stringify(named) !== JSON.stringify(ids)) {
+    problems.push(
+      `${who}: the summary names ${JSON.stringify(named)}, not the file's ${JSON.stringify(ids)}`,
+    );
+  }
+  for (const end of ends) {
+    if (end.exitCode === EXIT.lockHeld) {
+      problems.push(
+        `${who}: ${end.organization} exited 4 (lock held): organizations must not hold each other`,
+      );
+    } else if (!allowed.has(end.exitCode)) {
+      problems.push(
+        `${who}: ${end.organization} ended ${end.status} (exit ${end.exitCode}), which its faults do not explain`,
+      );
+    }
+    add(ep.tally.organizations.fileEnds, String(end.exitCode));
+  }
+  const worst = mostSerious(ends.map((e) => e.exitCode as ExitCode));
+  if (result.summary.exitCode !== worst || (result.code !== null && result.code !== worst)) {
+    problems.push(
+      `${who}: exit ${exitLabel(result.code, result.signal)} (summary ${String(result.summary.exitCode)}), not the most serious of its organizations' (${worst})`,
+    );
+  }
+  return { problems, ends };
 }
 
 /** The rows and state of the organizations a run will not start, as they are before it. */
@@ -231,7 +374,9 @@ async function faultyRun(
   // first, so that even a short soak resets one while the others keep their rows.
   const primary =
     SHARED_RUN_KINDS[(tally.faultyRuns + RESET_FIRST) % SHARED_RUN_KINDS.length] ?? 'slow-responses';
-  const canReset = drawn.organizations.some((i) => ep.records[i]?.brands === null);
+  // A run of several organizations through their file resets none: a --reset is one organization's.
+  const throughFile = options.organizationsFile === true && drawn.organizations.length > 1;
+  const canReset = !throughFile && drawn.organizations.some((i) => ep.records[i]?.brands === null);
   const drawnFaults = drawFaultPlan(random, { windowStarts, dates }, primary, { canReset, shared: true });
   tally.faultyRuns += 1;
   // A fault that needs reports of several pages, or a long run, strikes the organization with the most posts a
@@ -258,18 +403,20 @@ async function faultyRun(
 
   const ran = new Set(plan.organizations);
   const before = await snapshotOthers(ep, ran);
-  const commands = plan.organizations.map((i) => {
-    const record = ep.records[i] as OrganizationRecord;
-    const extra = reload ? ['--reload'] : [];
-    if (i !== resetting || brands === null)
-      return { args: argsOf(ep, record, extra), env: envOf(ep, record.org) };
-    // The reset's own brands replace those of an earlier reset: argsOf adds them only once one completed.
-    const args = argsOf(ep, { ...record, brands }, [...extra, '--reset', '--yes']);
-    return { args, env: envOf(ep, record.org) };
-  });
+  const commands = throughFile
+    ? [fileCommand(ep, plan.organizations, reload ? ['--reload'] : [])]
+    : plan.organizations.map((i) => {
+        const record = ep.records[i] as OrganizationRecord;
+        const extra = reload ? ['--reload'] : [];
+        if (i !== resetting || brands === null)
+          return { args: argsOf(ep, record, extra), env: envOf(ep, record.org) };
+        // The reset's own brands replace those of an earlier reset: argsOf adds them only once one completed.
+        const args = argsOf(ep, { ...record, brands }, [...extra, '--reset', '--yes']);
+        return { args, env: envOf(ep, record.org) };
+      });
   const runStarted = Date.now();
   const outcome = await faultyProcesses(commands, ep.sim, ep.admin, faults, options.runGuardMs, {
-    victim: plan.victim,
+    victim: throughFile ? 0 : plan.victim,
   });
   const runMs = Date.now() - runStarted;
   ep.sim.setFaults(NO_FAULTS);
@@ -281,7 +428,40 @@ async function faultyRun(
   const problems: string[] = [];
   const committed = new Map<number, ReadonlySet<string>>();
   const failed: number[] = [];
-  for (const [p, process] of outcome.processes.entries()) {
+  if (throughFile) {
+    tally.organizations.fileRuns += 1;
+    const process = outcome.processes[0];
+    const ids = plan.organizations.map((i) => ep.records[i]?.org.id ?? '');
+    const who = `the run of ${ids.join(', ')} (--organizations)`;
+    if (process !== undefined) {
+      const { code, signal } = process.result;
+      add(tally.exits, exitLabel(code, signal));
+      const byOrg = committedByOrganization(process.result.stderr);
+      for (const i of plan.organizations) {
+        committed.set(i, byOrg.get(ep.records[i]?.org.id ?? '') ?? new Set());
+      }
+      problems.push(...summaryProblem(process.result, who));
+      if (process.hung) problems.push(`${who} was still alive after ${options.runGuardMs} ms (hang)`);
+      const allowed = allowedExits(process.signalled, outcome.backendsKilled);
+      const { problems: summary, ends } = checkFileSummary(
+        ep,
+        plan.organizations,
+        process.result,
+        allowed,
+        who,
+      );
+      problems.push(...summary);
+      for (const end of ends) {
+        if (end.exitCode === EXIT.failed)
+          failed.push(ep.records.findIndex((r) => r.org.id === end.organization));
+      }
+      const killed = process.signalled !== null && signal === process.signalled;
+      if (!killed && process.result.summary === undefined && !allowed.has(code ?? -1)) {
+        problems.push(`${who}: unexpected exit ${exitLabel(code, signal)}: ${lastError(process.result)}`);
+      }
+    }
+  }
+  for (const [p, process] of (throughFile ? [] : outcome.processes).entries()) {
     const index = plan.organizations[p] ?? -1;
     const record = ep.records[index] as OrganizationRecord;
     const who = plan.organizations.length === 1 ? record.org.id : `${record.org.id} (process ${p})`;
@@ -318,6 +498,11 @@ async function faultyRun(
   const struck = FaultTally.struck(faults.kinds, served);
   const processes = outcome.processes
     .map((process, p) => {
+      if (throughFile) {
+        const ids = plan.organizations.map((i) => ep.records[i]?.org.id).join('+');
+        const sent = process.signalled === null ? '' : ` (${process.signalled} sent)`;
+        return `${ids} through their file exit ${exitLabel(process.result.code, process.result.signal)}${sent}`;
+      }
       const record = ep.records[plan.organizations[p] ?? -1];
       const sent = process.signalled === null ? '' : ` (${process.signalled} sent)`;
       const reset =
@@ -377,6 +562,7 @@ export async function organizationEpisode(
     now: episodeStart(random),
     ...service.options,
   });
+  const dir = mkdtempSync(join(tmpdir(), 'soak-organizations-'));
   try {
     const from = randomStart(random);
     const to = addDays(from, 13 + random.int(29));
@@ -411,6 +597,7 @@ export async function organizationEpisode(
       records,
       richest: rich,
       baseEnv: cliEnv(sim, databaseUrl, CLEAN_ENV),
+      dir,
     };
     tally.episodes += 1;
     const o = tally.organizations;
@@ -436,6 +623,10 @@ export async function organizationEpisode(
     }
     // A later run: the API no longer hands back a report that failed or vanished in the faulty runs.
     ep.sim.advanceTime(PAST_REUSE_MS);
+    if (options.organizationsFile === true) {
+      tally.posts += await cleanFileRuns(ep);
+      return;
+    }
     for (const [i, record] of records.entries()) {
       // After late data, a clean --reload brings every window to the current truth (see soak.ts, cleanRuns).
       const finals = record.ledger.epoch > 0 ? [[], ['--reload']] : [[]];
@@ -447,5 +638,48 @@ export async function organizationEpisode(
     }
   } finally {
     await sim.close();
+    rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The episode's last runs with --organizations-file: one clean run of every organization through the file, and a
+ * clean --reload of them all after late data (see soak.ts, cleanRuns); every organization must then hold its
+ * current truth. Returns the posts verified.
+ */
+async function cleanFileRuns(ep: Episode): Promise<number> {
+  const all = ep.records.map((_, i) => i);
+  const finals = ep.records.some((r) => r.ledger.epoch > 0) ? [[], ['--reload']] : [[]];
+  let posts = 0;
+  for (const [f, extra] of finals.entries()) {
+    const complete = f === finals.length - 1;
+    const { args, env } = fileCommand(ep, all, extra);
+    const result = await runCli(args, env);
+    ep.tally.runs += 1;
+    ep.tally.organizations.fileRuns += 1;
+    add(ep.tally.exits, exitLabel(result.code, result.signal));
+    const byOrg = committedByOrganization(result.stderr);
+    const committed = new Map(
+      all.map((i) => [i, byOrg.get(ep.records[i]?.org.id ?? '') ?? new Set<string>()]),
+    );
+    const check = await checkRun(ep, { ran: new Set(all), before: new Map(), committed, complete });
+    const who = 'the clean run of every organization (--organizations)';
+    const problems = [
+      ...check.problems,
+      ...summaryProblem(result, who),
+      ...checkFileSummary(ep, all, result, new Set([0]), who).problems,
+    ];
+    if (result.code !== 0) {
+      problems.push(`${who} exited ${exitLabel(result.code, result.signal)}: ${lastError(result)}`);
+    }
+    report(
+      ep.tally,
+      ep.options,
+      `run ${ep.tally.runs}: ${ep.label} every organization through its file, clean${extra.length > 0 ? ` ${extra.join(' ')}` : ''}, ${check.posts} posts`,
+      problems,
+      [result],
+    );
+    if (complete) posts = check.posts;
+  }
+  return posts;
 }

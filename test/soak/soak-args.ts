@@ -8,6 +8,11 @@ export interface SoakPhase {
    * run is one organization's, or several organizations' at once.
    */
   readonly organizations: boolean;
+  /**
+   * With `organizations`: a faulty run of several organizations is one process, `--organizations FILE`, and each
+   * episode ends with one clean run of them all through the file (organization-episode.ts).
+   */
+  readonly organizationsFile?: boolean;
 }
 
 /** What one soak does: replayable from its seed. */
@@ -45,6 +50,11 @@ const CI_PHASES: readonly SoakPhase[] = [
 /** `--ci --organizations`: a short phase of several organizations a schema, from CI_SEED too. */
 const CI_ORGANIZATION_PHASES: readonly SoakPhase[] = [{ runs: 20, concurrent: false, organizations: true }];
 
+/** `--ci --organizations-file`: as short, the organizations of a run in one process through their file. */
+const CI_ORGANIZATIONS_FILE_PHASES: readonly SoakPhase[] = [
+  { runs: 20, concurrent: false, organizations: true, organizationsFile: true },
+];
+
 function integerArg(name: string, text: string | undefined): number {
   const value = text !== undefined && /^\d+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value)) throw new RangeError(`${name} needs a non-negative integer, got ${text}`);
@@ -52,7 +62,8 @@ function integerArg(name: string, text: string | undefined): number {
 }
 
 /**
- * `--seed N` (default: drawn and printed), `--runs M` (default 300), `--concurrent` or `--organizations`,
+ * `--seed N` (default: drawn and printed), `--runs M` (default 300), `--concurrent`, `--organizations` or
+ * `--organizations-file` (several organizations, a run of several of them one process through their file),
  * `--verbose`; or `--ci` (40 plain runs, then 15 concurrent ones, whose faults are tallied as one soak; seed
  * CI_SEED unless given), or `--ci --organizations` (20 runs of several organizations a schema).
  * The server comes from TEST_DATABASE_URL, else the local default.
@@ -63,6 +74,7 @@ export function parseSoakArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   let verbose = false;
   let concurrent = false;
   let organizations = false;
+  let organizationsFile = false;
   let ci = false;
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
@@ -72,23 +84,33 @@ export function parseSoakArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     else if (arg === '--ci') ci = true;
     else if (arg === '--concurrent') concurrent = true;
     else if (arg === '--organizations') organizations = true;
+    else if (arg === '--organizations-file') organizationsFile = true;
     else if (arg === '--verbose') verbose = true;
     else {
       throw new RangeError(
-        `unknown soak argument ${JSON.stringify(arg)} (--seed N --runs M --concurrent|--organizations --verbose, or --ci [--organizations])`,
+        `unknown soak argument ${JSON.stringify(arg)} (--seed N --runs M --concurrent|--organizations|--organizations-file --verbose, or --ci [--organizations|--organizations-file])`,
       );
     }
   }
   if (ci && (runs !== undefined || concurrent)) {
     throw new RangeError('--ci sets the runs itself: pass it without --runs and --concurrent');
   }
-  if (concurrent && organizations) {
-    throw new RangeError('--concurrent and --organizations are two modes: pass one of them');
+  if ([concurrent, organizations, organizationsFile].filter(Boolean).length > 1) {
+    throw new RangeError(
+      '--concurrent, --organizations and --organizations-file are three modes: pass one of them',
+    );
   }
-  const ciPhases = organizations ? CI_ORGANIZATION_PHASES : CI_PHASES;
+  const ciPhases = organizationsFile
+    ? CI_ORGANIZATIONS_FILE_PHASES
+    : organizations
+      ? CI_ORGANIZATION_PHASES
+      : CI_PHASES;
+  const phase: SoakPhase = organizationsFile
+    ? { runs: runs ?? 300, concurrent: false, organizations: true, organizationsFile: true }
+    : { runs: runs ?? 300, concurrent, organizations };
   return {
     seed: seed ?? (ci ? CI_SEED : Math.floor(Math.random() * 2 ** 31)),
-    phases: ci ? ciPhases : [{ runs: runs ?? 300, concurrent, organizations }],
+    phases: ci ? ciPhases : [phase],
     runGuardMs: 90_000,
     databaseUrl: env.TEST_DATABASE_URL ?? DEFAULT_DATABASE_URL,
     verbose,

@@ -62,6 +62,10 @@ export interface OrganizationTally {
   resetsAlongside: number;
   /** Organizations a run did not touch whose rows and state were compared with their snapshot. */
   untouchedChecked: number;
+  /** Runs of several organizations in one process through their file (--organizations-file). */
+  fileRuns: number;
+  /** How the organizations of those runs ended, by their own exit codes in the summary. */
+  readonly fileEnds: Record<string, number>;
 }
 
 export function add(counts: Record<string, number>, key: string, n = 1): void {
@@ -69,7 +73,13 @@ export function add(counts: Record<string, number>, key: string, n = 1): void {
 }
 
 function logsDir(options: PhaseOptions): string {
-  const mode = options.concurrent ? '-concurrent' : options.organizations ? '-organizations' : '';
+  const mode = options.concurrent
+    ? '-concurrent'
+    : options.organizationsFile === true
+      ? '-organizations-file'
+      : options.organizations
+        ? '-organizations'
+        : '';
   return join(tmpdir(), `post-reports-soak-${options.seed}${mode}`);
 }
 
@@ -148,6 +158,8 @@ export function newTally(faults: FaultTally, faultsAtOnce: FaultTally): Tally {
       resetsAlone: 0,
       resetsAlongside: 0,
       untouchedChecked: 0,
+      fileRuns: 0,
+      fileEnds: {},
     },
   };
 }

@@ -11,7 +11,8 @@
  * whether two processes ever worked on one window at once.
  *
  * With --organizations, each episode's schema is loaded by several organizations, each with its own token, and
- * every run is checked organization by organization (organization-episode.ts).
+ * every run is checked organization by organization (organization-episode.ts). With --organizations-file, the
+ * same, but a run of several organizations is one process loading them all through `--organizations FILE`.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -449,11 +450,22 @@ function printOrganizations(o: OrganizationTally): string[] {
     `soak: organizations an episode ${JSON.stringify(o.perEpisode)}; pairs sharing post ids ${o.collidingPairs}; episodes with the default organization ${o.withDefault}; organizations with filters of their own ${o.filtered}, with a field selection ${o.selecting}`,
     `soak: faulty runs of one organization ${o.soloRuns}, of several at once (by their number) ${JSON.stringify(o.atOnce)}; resets completed alone ${o.resetsAlone}, alongside others' runs ${o.resetsAlongside}`,
     `soak: organizations a run did not start, found byte for byte as before it: ${o.untouchedChecked} checks`,
+    ...(o.fileRuns > 0
+      ? [
+          `soak: runs of several organizations in one process (--organizations FILE) ${o.fileRuns}, their organizations' ends ${JSON.stringify(o.fileEnds)}`,
+        ]
+      : []),
   ];
 }
 
 function replay(options: PhaseOptions): string {
-  const mode = options.concurrent ? ' --concurrent' : options.organizations ? ' --organizations' : '';
+  const mode = options.concurrent
+    ? ' --concurrent'
+    : options.organizationsFile === true
+      ? ' --organizations-file'
+      : options.organizations
+        ? ' --organizations'
+        : '';
   return `npm run soak --${mode} --seed ${options.seed} --runs ${options.runs}`;
 }
 
