@@ -70,7 +70,20 @@ export async function configCommand(io: Io, flags: Flags, json: boolean): Promis
   }
   if (config !== undefined) {
     const logger = createLogger({ level: 'silent', pretty: false });
-    checks.push(...(await apiChecks(config, logger, io.signal)));
+    if (config.organizations === undefined) checks.push(...(await apiChecks(config, logger, io.signal)));
+    // With an organizations file, each organization reaches its own API with its own token.
+    for (const organization of config.organizations ?? []) {
+      const of = `organization ${organization.id}: `;
+      if ('problems' in organization) {
+        for (const line of organization.problems) {
+          checks.push({ check: 'configuration', ok: false, detail: `${of}${line}` });
+        }
+        continue;
+      }
+      for (const check of await apiChecks(organization.config, logger, io.signal)) {
+        checks.push({ ...check, detail: `${of}${check.detail}` });
+      }
+    }
     checks.push(...(await databaseChecks(config, logger)));
   }
   const failed = checks.some((c) => c.ok === false);

@@ -8,6 +8,7 @@ import { runCli, startCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { cliEnv } from '../helpers/e2e-env.js';
 import { compareWithReference } from '../helpers/reference-check.js';
+import { runOnTerminal } from '../helpers/terminal.js';
 
 const db = await createTestDatabase();
 const dir = mkdtempSync(join(tmpdir(), 'organizations-file-'));
@@ -280,6 +281,12 @@ describe('sync --organizations FILE', () => {
     });
     expect(run.stderr).toMatch(/post-reports-etl: error: organization globex: CONFIG_INVALID: /);
     expect(run.stderr).toMatch(/post-reports-etl: error: organization initech: CONFIG_INVALID: /);
+    // A --reset is one organization's: refused with the file, before anything starts.
+    const reset = await runCli(['sync', '--organizations', path, '--reset', '--yes'], env('synced'));
+    expect(reset.code, reset.stderr).toBe(2);
+    expect(reset.stderr).toMatch(
+      /^post-reports-etl: error: --reset starts one organization over, not every organization of --organizations: run it with --organization <id>$/m,
+    );
     const status = await runCli(['status', '--organizations', path], env('synced'));
     const cursors = (JSON.parse(status.stdout) as { organization: string; cursor: string | null }[]).map(
       (s) => [s.organization, s.cursor],
@@ -289,6 +296,31 @@ describe('sync --organizations FILE', () => {
       ['globex', null],
       ['initech', null],
     ]);
+  });
+});
+
+describe('on a terminal', () => {
+  it("shows a bar for each organization, then each one's closing sentence, and each as a section of status", async () => {
+    const file = organizationsFile('terminal.json', ORGS.slice(0, 2), true);
+    const { LOG_FORMAT: _json, ...terminalEnv } = env('terminal');
+    const run = await runOnTerminal(
+      ['backfill', '--from', FROM, '--to', TO, '--organizations', file],
+      terminalEnv,
+    );
+    expect(run.code, run.output.slice(-3000)).toBe(2);
+    // Each bar is named by its organization, padded to the longest id.
+    expect(run.output).toMatch(/ acme {3}\S* \d+\/3 windows \|/);
+    expect(run.output).toMatch(/ globex \S* \d+\/4 windows \|/);
+    expect(run.output).toMatch(
+      /Loaded \d+ posts in 3 windows, 2026-05-04 to 2026-05-31 into schema terminal \(organization acme\)/,
+    );
+    expect(run.output).toMatch(/Loaded \d+ posts in 4 windows, .* \(organization globex\)/);
+    expect(run.output).toMatch(/post-reports-etl: error: organization hooli: TOKEN_REJECTED: /);
+    const status = await runOnTerminal(['status', '--organizations', file], terminalEnv);
+    expect(status.code, status.output).toBe(0);
+    expect(status.output).toMatch(/organization acme of schema terminal: 3 windows loaded, 0 failed/);
+    expect(status.output).toMatch(/organization globex of schema terminal: 4 windows loaded, 0 failed/);
+    expect(status.output).toMatch(/organization hooli of schema terminal: nothing loaded yet/);
   });
 });
 
