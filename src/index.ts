@@ -10,7 +10,14 @@
  * if (summary.status !== 'succeeded') process.exitCode = summary.exitCode;
  * ```
  */
-export { type Config, type Flags, parseConfig, readEnvironment, SETTINGS } from './config.js';
+export {
+  type Config,
+  type Flags,
+  type OrganizationConfig,
+  parseConfig,
+  readEnvironment,
+  SETTINGS,
+} from './config.js';
 export { ApiError, ConfigError, DataError, type ErrorCode, EtlError, StoreError } from './errors.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
 export type { FieldSelection } from './model/field-selection.js';
@@ -18,6 +25,13 @@ export type { Filters, SegmentFilter } from './model/filters.js';
 export type { PartitionPeriod } from './model/partition-period.js';
 export type { Window } from './model/window.js';
 export { type BackfillOptions, backfill } from './pipeline/backfill.js';
+export {
+  type OrganizationRun,
+  type OrganizationSummary,
+  type OrganizationsOptions,
+  type OrganizationsSummary,
+  runOrganizations,
+} from './pipeline/organizations.js';
 export type { RunContext } from './pipeline/run-context.js';
 export {
   EXIT,
