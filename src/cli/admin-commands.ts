@@ -521,6 +521,12 @@ async function planOrganization(
 export function dimensionsCommand(io: Io, flags: Flags, json: boolean): Promise<number> {
   return guarded(io, async (guard) => {
     const { config, logger, signal } = guardedContext(guard, flags, { api: true }, io.signal);
+    if (config.organizations !== undefined) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `dimensions reads one organization's API, with its token: unset ${SETTINGS.organizations.env} and give that organization's ${SETTINGS.baseUrl.env} and token`,
+      );
+    }
     const dimensions = await fetchDimensions(new ApiClient(config.api, logger), signal);
     if (!forPerson(io, json)) {
       io.stdout.write(`${JSON.stringify(dimensions)}\n`);
