@@ -89,6 +89,41 @@ describe('every scheduling recipe of the README hands the exit code to its sched
     expect(JSON.parse(summary)).toMatchObject({ status: 'partial', exitCode: EXIT.partial });
   });
 
+  it('cron, every organization in one job: the line exits with the most serious of their codes', async () => {
+    const line = recipe('**Several organizations** on a schedule', 'cron');
+    const command = line.split(/\s+/).slice(5).join(' ');
+    // acme's first window fails (3); globex has no start date, which its first sync needs (2).
+    await mkdir(join(work, 'etc'), { recursive: true });
+    const file = join(work, 'etc', 'organizations.json');
+    await writeFile(
+      file,
+      JSON.stringify({ acme: { POST_REPORTS_START_DATE: start }, globex: { POST_REPORTS_MARKETS: ['US'] } }),
+    );
+    await chmod(file, 0o600);
+    const { POST_REPORTS_START_DATE: _everyone, ...env } = failingEnv('cron_organizations');
+    const result = await run(
+      'sh',
+      [
+        '-c',
+        local(command)
+          .replaceAll('/opt/post-reports-etl', work)
+          .replaceAll('/var/log/post-reports', work)
+          .replaceAll('/etc/post-reports', join(work, 'etc')),
+      ],
+      env,
+    );
+    expect(result.code, result.stderr).toBe(EXIT.usage);
+    expect(await readFile(join(work, 'mail.txt'), 'utf8')).toContain(`post-reports-etl exit ${EXIT.usage}\n`);
+    const summary = (await readFile(join(work, 'summary.jsonl'), 'utf8')).trim().split('\n').at(-1) ?? '';
+    expect(JSON.parse(summary)).toMatchObject({
+      exitCode: EXIT.usage,
+      organizations: [
+        { organization: 'acme', status: 'partial', exitCode: EXIT.partial },
+        { organization: 'globex', status: 'invalid', exitCode: EXIT.usage },
+      ],
+    });
+  });
+
   it('Airflow: the bash_command fails with the run’s code, and its last stdout line is the summary', async () => {
     const python = recipe('**Airflow**', 'python');
     const match = /bash_command="([^"\n]*(?:\\.[^"\n]*)*)"/.exec(python);
