@@ -41,8 +41,6 @@ export interface OrganizationsOptions {
   readonly clock?: Clock;
   /** Each organization's progress, named. */
   readonly onProgress?: (organization: string, event: ProgressEvent) => void;
-  /** Told as each organization's run ends (its summary), for a person watching. */
-  readonly onEnd?: (summary: OrganizationSummary) => void;
 }
 
 /** One organization's run (a backfill or a sync), given its context. */
@@ -76,7 +74,7 @@ export async function runOrganizations(
   const organizations = config.organizations ?? [];
   const budget = config.run.concurrency;
   const windowSlots = pLimit(budget);
-  const organizationSlots = pLimit(Math.max(1, budget));
+  const organizationSlots = pLimit(budget);
   logger.info(
     { organizations: organizations.map((o) => o.id), concurrency: budget },
     `running ${organizations.length} organizations`,
@@ -84,11 +82,7 @@ export async function runOrganizations(
   await migrateFirst(config, logger, options.signal);
   const summaries = await Promise.all(
     organizations.map((organization) =>
-      organizationSlots(async () => {
-        const summary = await runOne(organization, options, run, (task) => windowSlots(task));
-        options.onEnd?.(summary);
-        return summary;
-      }),
+      organizationSlots(() => runOne(organization, options, run, (task) => windowSlots(task))),
     ),
   );
   const exitCode = mostSerious(summaries.map((s) => s.exitCode));

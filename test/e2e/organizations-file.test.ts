@@ -172,6 +172,12 @@ describe('backfill --organizations FILE', () => {
     });
     expect(run.summary).toMatchObject({ command: 'backfill', status: 'invalid', exitCode: 2 });
     expect(run.stderr).toMatch(/post-reports-etl: error: organization hooli: TOKEN_REJECTED: /);
+    // Off a terminal, each organization's progress lines name it.
+    const progress = run.stderr
+      .split('\n')
+      .filter((line) => line.includes('"msg":"progress"'))
+      .map((line) => (JSON.parse(line) as { organization?: string }).organization);
+    expect(new Set(progress)).toEqual(new Set(ORGS.map((o) => o.org)));
     // Nothing of the rejected organization was written, and no token shows anywhere.
     const { rows } = await db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM five.posts WHERE _org = $1`,
