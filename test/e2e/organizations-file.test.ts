@@ -7,6 +7,7 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/serve
 import { runCli, startCli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { cliEnv } from '../helpers/e2e-env.js';
+import { freePort } from '../helpers/free-port.js';
 import { compareWithReference } from '../helpers/reference-check.js';
 import { runOnTerminal } from '../helpers/terminal.js';
 
@@ -253,7 +254,9 @@ describe('backfill --organizations FILE', () => {
 });
 
 describe('sync --organizations FILE', () => {
-  it('reports the organizations it cannot run (no start date, a bad one) and loads the others', async () => {
+  it('reports the organizations it cannot run (no start date, a bad one, its API down) and loads the others', async () => {
+    // Nothing listens there: the API is down.
+    const down = `http://127.0.0.1:${await freePort()}/v4`;
     const path = privateFile(
       'sync.json',
       JSON.stringify({
@@ -264,11 +267,17 @@ describe('sync --organizations FILE', () => {
           POST_REPORTS_TOKEN: 'token-initech',
           POST_REPORTS_START_DATE: '2026-13-01',
         },
+        umbrella: {
+          POST_REPORTS_BASE_URL: down,
+          POST_REPORTS_TOKEN: 'token-umbrella',
+          POST_REPORTS_START_DATE: '2026-11-09',
+          POST_REPORTS_MAX_ATTEMPTS: 2,
+        },
       }),
     );
     const run = await runCli(['sync', '--organizations', path], env('synced'));
     expect(run.code, run.stderr.slice(-3000)).toBe(2);
-    const [acme, globex, initech] = organizationsOf(run.summary);
+    const [acme, globex, initech, umbrella] = organizationsOf(run.summary);
     expect(acme).toMatchObject({ organization: 'acme', status: 'succeeded', exitCode: 0 });
     expect(acme!.posts).toBeGreaterThan(0);
     expect(run.summary).toMatchObject({ command: 'sync', exitCode: 2, posts: acme!.posts });
@@ -285,6 +294,7 @@ describe('sync --organizations FILE', () => {
       status: 'invalid',
       error: { code: 'CONFIG_INVALID', message: expect.stringContaining('"2026-13-01"') },
     });
+    expect(umbrella).toMatchObject({ status: 'failed', exitCode: 1, error: { code: 'API_NETWORK_ERROR' } });
     expect(run.stderr).toMatch(/post-reports-etl: error: organization globex: CONFIG_INVALID: /);
     expect(run.stderr).toMatch(/post-reports-etl: error: organization initech: CONFIG_INVALID: /);
     // A --reset is one organization's: refused with the file, before anything starts.
@@ -301,6 +311,7 @@ describe('sync --organizations FILE', () => {
       ['acme', '2026-11-25'],
       ['globex', null],
       ['initech', null],
+      ['umbrella', null],
     ]);
   });
 });
