@@ -51,13 +51,21 @@ export function statusCalendarCommand(io: Io, flags: Flags, args: CalendarArgs):
     const found = await withDatabase(config, logger, 1, async (pool) => {
       if (!(await schemaExists(pool, scope.schema))) return null;
       const orgs = await readOrganizations(pool, scope.schema);
-      if (!args.all && orgs.length > 0 && !orgs.includes(scope.org)) {
+      // An organizations file names the organizations shown, each of them, whatever it has loaded.
+      const fromFile = config.organizations?.map((o) => o.id);
+      if (fromFile !== undefined && args.all) {
+        throw new ConfigError(
+          'CONFIG_INVALID',
+          `--all-organizations and ${SETTINGS.organizations.flag} (${SETTINGS.organizations.env}) are both given: give one, every organization of the schema or those of the file`,
+        );
+      }
+      if (fromFile === undefined && !args.all && orgs.length > 0 && !orgs.includes(scope.org)) {
         throw new ConfigError(
           'CONFIG_INVALID',
           `organization ${JSON.stringify(scope.org)} has nothing in schema ${JSON.stringify(scope.schema)}, which holds ${orgs.join(', ')}: check ${SETTINGS.organization.env} (${SETTINGS.organization.flag})`,
         );
       }
-      const wanted = args.all ? orgs : [scope.org];
+      const wanted = args.all ? orgs : (fromFile ?? [scope.org]);
       if (wanted.length === 0) return null;
       const range = year === undefined ? [null, null] : [`${year}-01-01`, `${year}-12-31`];
       return readHistory(pool, scope.schema, wanted, range[0] ?? null, range[1] ?? null);

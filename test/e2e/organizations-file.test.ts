@@ -197,6 +197,11 @@ describe('backfill --organizations FILE', () => {
       ...ORGS.map((o) => [o.org, truth(o).length]),
       [REJECTED, 0],
     ]);
+    const calendar = await runCli(['status', '--calendar', '--organizations', file], env('five'));
+    expect(calendar.code, calendar.stderr).toBe(0);
+    for (const id of [...ORGS.map((o) => o.org), REJECTED]) {
+      expect(calendar.stdout).toContain(`organization ${id} of schema five`);
+    }
     const plan = await runCli(['plan', '--from', FROM, '--to', TO, '--organizations', file], env('five'));
     expect(plan.code, plan.stderr).toBe(0);
     const plans = JSON.parse(plan.stdout) as { organization: string; windows: { load: boolean }[] }[];
