@@ -774,25 +774,33 @@ export const PASSWORD_IN_FLAG_WARNING = `${SETTINGS.databaseUrl.flag} holds a pa
  * variable takes it (`;` between segment filters, `,` otherwise). Throws ConfigError (exit 2) naming the file.
  */
 export function readSettingsFile(path: string): RawSettings {
+  const named = `${SETTINGS.configFile.env}, ${SETTINGS.configFile.flag}`;
+  const parsed = readJsonFile(path, named, () => `${path} is not a JSON object of settings`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError('CONFIG_INVALID', `${path} is not a JSON object of settings`);
+  }
+  return fileSettings(`${path}:`, parsed as Record<string, unknown>);
+}
+
+/**
+ * The JSON value of a file a setting names (`named`); ConfigError (exit 2) when it cannot be read, or is not JSON
+ * (`notJson`, given the parser's first line).
+ */
+function readJsonFile(path: string, named: string, notJson: (reason: string) => string): unknown {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     throw new ConfigError(
       'CONFIG_INVALID',
-      `cannot read ${path} (${SETTINGS.configFile.env}, ${SETTINGS.configFile.flag}): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      `cannot read ${path} (${named}): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
     );
   }
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new ConfigError('CONFIG_INVALID', notJson((error as Error).message.split('\n')[0] ?? ''));
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new ConfigError('CONFIG_INVALID', `${path} is not a JSON object of settings`);
-  }
-  return fileSettings(`${path}:`, parsed as Record<string, unknown>);
 }
 
 /** Each setting's spec by its variable. */
@@ -1595,24 +1603,12 @@ function organizationConfig(
  */
 export function readOrganizationsFile(path: string): ReadonlyMap<string, RawSettings> {
   const named = `${SETTINGS.organizations.env}, ${SETTINGS.organizations.flag}`;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new ConfigError(
-      'CONFIG_INVALID',
-      `cannot read ${path} (${named}): ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-    );
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(
-      'CONFIG_INVALID',
-      `${path} (${named}) is not JSON (${(error as Error).message.split('\n')[0]}): give an object mapping each organization id to its settings`,
-    );
-  }
+  const parsed = readJsonFile(
+    path,
+    named,
+    (reason) =>
+      `${path} (${named}) is not JSON (${reason}): give an object mapping each organization id to its settings`,
+  );
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ConfigError(
       'CONFIG_INVALID',
