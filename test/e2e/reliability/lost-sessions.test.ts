@@ -109,6 +109,39 @@ async function expectServedOrResumed(
   await expectExact(sim, schema);
 }
 
+/**
+ * Queues for the organization's lock behind the run holding it, cuts the run's lock session, and once the lock is
+ * granted runs `work` with it held (on the session that holds it), then lets it go.
+ */
+async function aloneOnceTheRunsLockIsCut(
+  scope: { schema: string; org: string },
+  work: (session: pg.PoolClient) => Promise<void>,
+): Promise<void> {
+  const [holder] = await organizationLockHolders(db.pool, scope);
+  expect(holder).toBeDefined();
+  const session = await db.pool.connect();
+  const { rows: me } = await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  try {
+    const waiting = session.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
+      organizationLockKey(scope),
+    ]);
+    for (;;) {
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1`,
+        [me[0]?.pid],
+      );
+      if (rows[0]?.n === 1) break;
+      await sleep(20);
+    }
+    await terminate([holder!.pid]);
+    await waiting;
+    await work(session);
+    await session.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [organizationLockKey(scope)]);
+  } finally {
+    session.release();
+  }
+}
+
 describe('sessions the server closes (the built CLI)', () => {
   it('a server that closes idle sessions sooner than reports take to generate: exit 0, exact', async () => {
     const sim = await simulator({ seed: 41, postsPerDay: 30, generationDelayMs: 4000 });
@@ -189,34 +222,14 @@ describe('sessions the server closes (the built CLI)', () => {
     const scope = { schema, org: 'default' };
     const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
     await run.waitForOutput('"msg":"report created"');
-    const [holder] = await organizationLockHolders(db.pool, scope);
-    expect(holder).toBeDefined();
     // A reset asks for the organization alone: granted the moment the run's lock session is gone, before it
     // can take the lock again.
-    const reset = await db.pool.connect();
-    const { rows: me } = await reset.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    try {
-      const waiting = reset.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
-        organizationLockKey(scope),
-      ]);
-      for (;;) {
-        const { rows } = await db.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1`,
-          [me[0]?.pid],
-        );
-        if (rows[0]?.n === 1) break;
-        await sleep(20);
-      }
-      await terminate([holder!.pid]);
-      await waiting;
+    await aloneOnceTheRunsLockIsCut(scope, async (reset) => {
       await reset.query('BEGIN');
       const target = await readTarget(reset, scope);
       await resetTarget(reset, scope, target!.postIdField, target!.filters);
       await reset.query('COMMIT');
-      await reset.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [organizationLockKey(scope)]);
-    } finally {
-      reset.release();
-    }
+    });
     const result = await endsWithin(run, 60_000);
     expect(result, 'still running 60 s after the cut').not.toBe('hung');
     if (result === 'hung') return;
@@ -241,31 +254,11 @@ describe('sessions the server closes (the built CLI)', () => {
     const scope = { schema, org: 'default' };
     const run = startCli(args(schema), cliEnv(sim, db.url, { LOG_LEVEL: 'debug' }));
     await run.waitForOutput('"msg":"report created"');
-    const [holder] = await organizationLockHolders(db.pool, scope);
-    expect(holder).toBeDefined();
     // The rename takes the old id alone the moment the run's lock session is gone, as a reset does above; the
     // id it renames to is free.
-    const rename = await db.pool.connect();
-    const { rows: me } = await rename.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    try {
-      const waiting = rename.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [
-        organizationLockKey(scope),
-      ]);
-      for (;;) {
-        const { rows } = await db.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid = $1`,
-          [me[0]?.pid],
-        );
-        if (rows[0]?.n === 1) break;
-        await sleep(20);
-      }
-      await terminate([holder!.pid]);
-      await waiting;
+    await aloneOnceTheRunsLockIsCut(scope, async () => {
       await renameOrganization(db.pool, scope, 'acme', { waitMs: 60_000 });
-      await rename.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [organizationLockKey(scope)]);
-    } finally {
-      rename.release();
-    }
+    });
     const result = await endsWithin(run, 60_000);
     expect(result, 'still running 60 s after the cut').not.toBe('hung');
     if (result === 'hung') return;
