@@ -122,6 +122,7 @@ async function measure(
         column: 'total_spend',
         type: 'numeric',
         ...partitionKeys('platform_post_id'),
+        postIdField: 'platform_post_id',
       }),
     );
     swapMs = result.swapMs;

@@ -12,6 +12,7 @@
  * The copies need as much room again as the table while they are built.
  */
 import type pg from 'pg';
+import { dropPostsLatest, remakeLatestViews } from './latest-views.js';
 import * as queries from './queries.js';
 import { qualified } from './table-names.js';
 
@@ -29,6 +30,8 @@ export interface Retype {
   readonly key: readonly string[];
   /** Columns with an index of their own on every partition. */
   readonly indexed: readonly string[];
+  /** The post id column: posts_latest, which holds posts' columns, is made again with it after the swap. */
+  readonly postIdField: string;
 }
 
 export interface RetypeOptions {
@@ -60,7 +63,7 @@ export async function retypeColumn(
   retype: Retype,
   options: RetypeOptions = {},
 ): Promise<RetypeResult> {
-  const { schema, table, column, type, key, indexed } = retype;
+  const { schema, table, column, type, key, indexed, postIdField } = retype;
   const { signal } = options;
   const started = Date.now();
   const { rows: partitions } = await client.query<Partition>(queries.partitionsOf, [
@@ -88,7 +91,10 @@ export async function retypeColumn(
   // Bounded by lock_timeout: a reader that never lets go fails the widening (and the window), it does not hang it.
   await client.query(queries.lockExclusive(schema, table));
   // Readers wait from here on: the swap is sent as one batch, so that it costs no round trip per partition.
+  // posts_latest holds the column: it is dropped first and made again last, so that no reader sees it without it.
+  const views = table === 'posts';
   const swap = [
+    ...(views ? [dropPostsLatest(schema)] : []),
     ...copies.map(({ partition }) => queries.dropTable(schema, partition.name)),
     queries.alterColumnType(schema, table, column, type),
     ...copies.flatMap(({ partition, copy }) => [
@@ -101,6 +107,7 @@ export async function retypeColumn(
     ]),
   ];
   await client.query(swap.join(';\n'));
+  if (views) await remakeLatestViews(client, schema, postIdField);
   return { partitions: partitions.length, copyMs: copied - started, swapMs: Date.now() - copied };
 }
 

@@ -19,6 +19,7 @@ import { EtlError, StoreError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PartitionPeriod } from '../model/partition-period.js';
 import { asStoreError } from './database.js';
+import { keepLatestViewsInStep, LATEST_VIEWS } from './latest-views.js';
 import { lockForSession, migrateLockKey, unlockSession } from './locks.js';
 import { qualified } from './table-names.js';
 
@@ -88,6 +89,7 @@ export async function migrate(
     const recorded = await readApplied(client, target);
     if (recorded !== null && pendingOf(files, recorded, target).length === 0) {
       await checkPostIdColumn(client, target);
+      await keepViewsInStep(client, target, logger);
       return { applied: [] };
     }
     await lockForSession(client, migrateLockKey(target.schema));
@@ -101,6 +103,7 @@ export async function migrate(
     );
     const applied = await applyPending(client, files, target, logger, signal);
     await checkPostIdColumn(client, target);
+    await keepViewsInStep(client, target, logger);
     return { applied };
   } catch (error) {
     if (!(error instanceof EtlError) && error instanceof Error && error.name !== 'AbortError') broken = error;
@@ -200,12 +203,20 @@ function pendingOf(
   return pending;
 }
 
-/** Replaces the identifier placeholders with quoted identifiers, and the partition period with a literal. */
+/**
+ * Replaces the identifier placeholders with quoted identifiers, their `_literal` forms (the names as arguments of a
+ * function) and the partition period with literals.
+ */
 export function render(sql: string, target: Target): string {
-  return sql
-    .replaceAll('{{schema}}', pg.escapeIdentifier(target.schema))
-    .replaceAll('{{post_id}}', pg.escapeIdentifier(target.postIdField))
-    .replaceAll('{{partition_period}}', pg.escapeLiteral(target.partitionPeriod ?? 'year'));
+  // Replaced by functions: a replacement string would read `$'`, `$&`… in a name as patterns.
+  const values: Record<string, string> = {
+    '{{schema}}': pg.escapeIdentifier(target.schema),
+    '{{post_id}}': pg.escapeIdentifier(target.postIdField),
+    '{{schema_literal}}': pg.escapeLiteral(target.schema),
+    '{{post_id_literal}}': pg.escapeLiteral(target.postIdField),
+    '{{partition_period}}': pg.escapeLiteral(target.partitionPeriod ?? 'year'),
+  };
+  return sql.replace(/\{\{[a-z_]+\}\}/g, (placeholder) => values[placeholder] ?? placeholder);
 }
 
 async function readMigrations(dir: string): Promise<MigrationFile[]> {
@@ -239,6 +250,16 @@ function defaultMigrationsDir(): string {
     if (parent === dir)
       throw new StoreError('SCHEMA_MISMATCH', 'cannot find the migrations directory of the package');
     dir = parent;
+  }
+}
+
+/** The latest views made again when a change by hand left them missing or behind posts' columns. */
+async function keepViewsInStep(client: pg.PoolClient, target: Target, logger: Logger): Promise<void> {
+  if (await keepLatestViewsInStep(client, target.schema, target.postIdField)) {
+    logger.info(
+      { schema: target.schema, views: LATEST_VIEWS },
+      'latest views made again with the columns of the tables',
+    );
   }
 }
 

@@ -15,7 +15,8 @@
  * Values a column cannot take fail the window: DataError('FIELD_TYPE_MISMATCH') naming the field, its column
  * type, the value's kind, the window and the page. A demanding user wants to know, not to find later that
  * some values were parked in a side column nobody reads. The remedy is explicit: an operator widens the
- * column (ALTER TABLE … TYPE text or jsonb; types are read from the catalog, the loader follows) and re-runs.
+ * column (DROP VIEW posts_latest, then ALTER TABLE … TYPE text or jsonb; types are read from the catalog, the
+ * loader follows, and the run's start makes the view again) and re-runs.
  * A field whose values are all null gets no column until a non-null value types it: its rows read NULL anyway.
  * The documented fields a run loads are known before any page: their columns are made at its preparation
  * (addDeclaredColumns), so that pages of documented records need no DDL.
@@ -41,6 +42,7 @@ import {
   tapeKindOf,
   type ValueKind,
 } from './field-types.js';
+import { remakeLatestViews } from './latest-views.js';
 import { ddlLockKey, lockForTransaction } from './locks.js';
 import type { Target } from './migrate.js';
 import { partitionKeys } from './period-partitions.js';
@@ -331,7 +333,7 @@ function mismatch(posts: PagePosts, field: string, type: ColumnType, place: Page
     if (fitOf(type, kind) !== 'mismatch') return false;
     error = new DataError(
       'FIELD_TYPE_MISMATCH',
-      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE … TYPE text or jsonb) and re-run`,
+      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (DROP VIEW posts_latest, then ALTER TABLE posts … TYPE text or jsonb) and re-run: the run makes the view again`,
     );
     return true;
   });
@@ -485,6 +487,8 @@ async function applyChanges(
         // statement on posts locks it with its partitions and makes every session read its definition again.
         if (added.length > 0) {
           await client.query(queries.addColumns(target.schema, 'posts', added));
+          // The views of the latest rows gain the new columns in the same transaction (src/load/latest-views.ts).
+          await remakeLatestViews(client, target.schema, target.postIdField);
         }
         if (unregistered.length > 0) {
           await client.query(queries.registerFields(target.schema), [
@@ -504,6 +508,7 @@ async function applyChanges(
                 column: info.column,
                 type: change.type,
                 ...partitionKeys(target.postIdField),
+                postIdField: target.postIdField,
               },
               signal === undefined ? {} : { signal },
             );

@@ -5,13 +5,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import { LATEST_VIEWS } from './latest-views.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
-/** A table of the schema that the connecting role does not own (nor has the privileges of its owner). */
+/**
+ * A table of the schema, or one of the connector's views, that the connecting role does not own (nor has the
+ * privileges of its owner).
+ */
 export interface ForeignTable {
   readonly table: string;
   readonly owner: string;
+  readonly kind: 'table' | 'view';
 }
 
 export interface ServerFacts {
@@ -26,7 +31,10 @@ export interface ServerFacts {
   /** Null when the schema does not exist. */
   readonly schemaUsage: boolean | null;
   readonly schemaCreate: boolean | null;
-  /** Up to FOREIGN_TABLES_SHOWN tables (and partitions) of the schema the role could not alter or drop. */
+  /**
+   * Up to FOREIGN_TABLES_SHOWN tables (and partitions) of the schema, and of the connector's views, the role could
+   * not alter or drop.
+   */
   readonly foreignTables: readonly ForeignTable[];
 }
 
@@ -43,11 +51,15 @@ SELECT current_setting('server_version_num')::int AS version_num,
        (SELECT has_schema_privilege(oid, 'USAGE') FROM s) AS schema_usage,
        (SELECT has_schema_privilege(oid, 'CREATE') FROM s) AS schema_create`;
 
-// Altering, attaching and dropping a table needs the privileges of its owner (a superuser has every role's).
+// Altering, attaching and dropping a table needs the privileges of its owner (a superuser has every role's), and so
+// does making a view again, which the connector does with the latest views whenever posts' columns change. Views of
+// the schema that are not the connector's are a user's own: the connector never touches them.
 const FOREIGN_TABLES = `
-SELECT c.relname AS table, pg_get_userbyid(c.relowner) AS owner
+SELECT c.relname AS table, pg_get_userbyid(c.relowner) AS owner,
+       CASE c.relkind WHEN 'v' THEN 'view' ELSE 'table' END AS kind
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
- WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT pg_has_role(c.relowner, 'USAGE')
+ WHERE n.nspname = $1 AND (c.relkind IN ('r', 'p') OR (c.relkind = 'v' AND c.relname = ANY($2::text[])))
+   AND NOT pg_has_role(c.relowner, 'USAGE')
  ORDER BY c.relname
  LIMIT ${FOREIGN_TABLES_SHOWN + 1}`;
 
@@ -67,7 +79,9 @@ export async function readServerFacts(db: Queryable, schema: string): Promise<Se
   const { rows } = await db.query<FactsRow>(FACTS, [schema]);
   const row = rows[0];
   if (row === undefined) throw new Error('the server answered no row to a one-row query');
-  const foreign = row.schema_exists ? (await db.query<ForeignTable>(FOREIGN_TABLES, [schema])).rows : [];
+  const foreign = row.schema_exists
+    ? (await db.query<ForeignTable>(FOREIGN_TABLES, [schema, LATEST_VIEWS])).rows
+    : [];
   return {
     versionNum: row.version_num,
     version: row.version,

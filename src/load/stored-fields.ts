@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { answeredWith } from '../error-policy.js';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
+import { dropPostsLatest, remakeLatestViews } from './latest-views.js';
 import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -45,6 +46,7 @@ export async function applyFieldSelection(
   db: Queryable,
   scope: Scope,
   selection: FieldSelection,
+  postIdField: string,
 ): Promise<void> {
   const { schema, org } = scope;
   await db.query(
@@ -63,11 +65,15 @@ export async function applyFieldSelection(
   const { rows } = await db.query<{ field: string; column_name: string }>(
     `SELECT field, column_name FROM ${qualified(schema, 'field_columns')} ORDER BY field`,
   );
-  for (const { field, column_name: column } of rows) {
-    if (keep(field)) continue;
+  const dropped = rows.filter(({ field }) => !keep(field));
+  if (dropped.length === 0) return;
+  // posts_latest holds the columns: dropped first, made again without them (src/load/latest-views.ts).
+  await db.query(dropPostsLatest(schema));
+  for (const { field, column_name: column } of dropped) {
     await db.query(
       `ALTER TABLE ${qualified(schema, 'posts')} DROP COLUMN IF EXISTS ${pg.escapeIdentifier(column)}`,
     );
     await db.query(`DELETE FROM ${qualified(schema, 'field_columns')} WHERE field = $1`, [field]);
   }
+  await remakeLatestViews(db, schema, postIdField);
 }

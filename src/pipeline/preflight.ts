@@ -82,7 +82,7 @@ export function checkPrivileges(facts: ServerFacts, schema: string): void {
   if (first !== undefined) {
     const more = others.length === 0 ? '' : ` (and ${others.map((t) => quote(t.table)).join(', ')})`;
     throw missing(
-      `role ${role} does not own table ${target}.${quote(first.table)}${more}, owned by ${quote(first.owner)}: the connector alters, attaches and drops its tables, which needs their owner's privileges: ALTER TABLE ${target}.${quote(first.table)} OWNER TO ${role}, or GRANT ${quote(first.owner)} TO ${role}`,
+      `role ${role} does not own ${first.kind} ${target}.${quote(first.table)}${more}, owned by ${quote(first.owner)}: the connector alters, attaches and drops its tables and makes its views again, which needs their owner's privileges: ALTER ${first.kind.toUpperCase()} ${target}.${quote(first.table)} OWNER TO ${role}, or GRANT ${quote(first.owner)} TO ${role}`,
     );
   }
 }

@@ -84,7 +84,7 @@ export async function prepareRun(
       () =>
         withTransaction(pool, signal, async (client) => {
           const counts = await resetTarget(client, scope, config.api.postIdField, filters);
-          await applyFieldSelection(client, scope, fields);
+          await applyFieldSelection(client, scope, fields, config.api.postIdField);
           return counts;
         }),
       { waitMs: Math.max(config.db.reconnectWaitMs ?? 0, config.db.lockWaitMs), signal },
@@ -93,7 +93,7 @@ export async function prepareRun(
   } else if (stored === null) {
     await withTransaction(pool, signal, async (client) => {
       await writeTarget(client, scope, config.api.postIdField, filters);
-      await applyFieldSelection(client, scope, fields);
+      await applyFieldSelection(client, scope, fields, config.api.postIdField);
     });
   } else {
     cursor = stored.target.cursorDate;

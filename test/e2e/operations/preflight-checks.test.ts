@@ -109,12 +109,25 @@ describe('preflight: checked before any report is created and anything is writte
     expect(await snapshotSchema(db.pool, 'foreign_tables')).toBe(snapshot);
     expect(creations()).toBe(before);
 
-    // Given the tables, the same role loads.
-    const { rows } = await db.pool.query<{ name: string }>(
-      `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = 'foreign_tables' AND c.relkind IN ('r', 'p')`,
-    );
-    for (const { name } of rows) await db.pool.query(`ALTER TABLE foreign_tables.${name} OWNER TO ${ROLE}`);
+    // Given the tables but not the latest views (made again when posts gains a column, which needs their owner):
+    // refused before any report, naming a view.
+    const owned = async (kinds: string): Promise<void> => {
+      const { rows } = await db.pool.query<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'foreign_tables' AND c.relkind = ANY($1::"char"[])`,
+        [kinds.split('')],
+      );
+      for (const { name } of rows) await db.pool.query(`ALTER TABLE foreign_tables.${name} OWNER TO ${ROLE}`);
+    };
+    await owned('rp');
+    const views = await runCli(backfill, cliEnv(sim, roleUrl, { POST_REPORTS_SCHEMA: 'foreign_tables' }));
+    refusedWith(views, 'DB_PRIVILEGE_MISSING', [
+      `role "${ROLE}" does not own view "foreign_tables"."post_custom_segments_latest"`,
+      'ALTER VIEW',
+    ]);
+    expect(creations()).toBe(before);
+    // Given the views too, the same role loads.
+    await owned('v');
     const loaded = await runCli(backfill, cliEnv(sim, roleUrl, { POST_REPORTS_SCHEMA: 'foreign_tables' }));
     expect(loaded.code, loaded.stderr).toBe(0);
   });

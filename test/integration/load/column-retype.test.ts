@@ -80,6 +80,7 @@ const retype = (schema: string) => ({
   type: 'numeric',
   key: ['_org', '_window_start', 'platform_post_id'],
   indexed: ['platform_post_id'],
+  postIdField: 'platform_post_id',
 });
 
 /** Resolves once `pid` waits for a lock on the schema's posts table. */

@@ -59,10 +59,11 @@ beforeAll(async () => {
   ]);
   await stageAll(globex, STAGED, 'r5', [[post(6, {}, region('North'))]]);
 
-  // The connector's role owns the tables (a superuser is never filtered, so the owner must not be one).
+  // The connector's role owns the tables and its latest views (a superuser is never filtered, so the owner must not
+  // be one).
   await db.pool.query(`CREATE ROLE ${pg.escapeIdentifier(owner())} NOLOGIN`);
   await db.pool.query(`GRANT USAGE ON SCHEMA ${SCHEMA} TO ${pg.escapeIdentifier(owner())}`);
-  for (const table of ['posts', 'post_custom_segments']) {
+  for (const table of ['posts', 'post_custom_segments', 'posts_latest', 'post_custom_segments_latest']) {
     await db.pool.query(
       `ALTER TABLE ${SCHEMA}.${pg.escapeIdentifier(table)} OWNER TO ${pg.escapeIdentifier(owner())}`,
     );

@@ -65,9 +65,18 @@ describe('preflight: privileges', () => {
       thrown(() => checkPrivileges({ ...FACTS, schemaUsage: false, schemaCreate: false }, 's')).message,
     ).toContain('role "etl" lacks USAGE and CREATE on schema "s"');
     const foreign = thrown(() =>
-      checkPrivileges({ ...FACTS, foreignTables: [{ table: 'posts', owner: 'admin' }] }, 's'),
+      checkPrivileges({ ...FACTS, foreignTables: [{ table: 'posts', owner: 'admin', kind: 'table' }] }, 's'),
     );
     expect(foreign.message).toContain('role "etl" does not own table "s"."posts", owned by "admin"');
     expect(foreign.message).not.toContain('\n');
+    // The connector makes its latest views again whenever posts' columns change: they must be the role's too.
+    const view = thrown(() =>
+      checkPrivileges(
+        { ...FACTS, foreignTables: [{ table: 'posts_latest', owner: 'admin', kind: 'view' }] },
+        's',
+      ),
+    );
+    expect(view.message).toContain('role "etl" does not own view "s"."posts_latest", owned by "admin"');
+    expect(view.message).toContain('ALTER VIEW "s"."posts_latest" OWNER TO "etl"');
   });
 });
