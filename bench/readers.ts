@@ -15,6 +15,9 @@ const id = pg.escapeIdentifier;
 const SCHEMA = 'bench_readers';
 const POSTS = 'posts';
 const SEGMENTS = 'post_custom_segments';
+/** The views of each post's latest row (migration 012), measured against the README's query on the same tables. */
+const POSTS_LATEST = 'posts_latest';
+const SEGMENTS_LATEST = 'post_custom_segments_latest';
 const PLAIN_POSTS = 'plain_posts';
 const PLAIN_SEGMENTS = 'plain_segments';
 const POST_ID = 'platform_post_id';
@@ -65,6 +68,16 @@ export interface ReaderQueryResult {
   readonly ratio: number;
 }
 
+/** A read of each post's latest row: through the view, and by the README's DISTINCT ON query on the same tables. */
+export interface LatestQueryResult {
+  readonly query: string;
+  readonly executions: number;
+  readonly viewMs: number;
+  readonly readmeMs: number;
+  /** viewMs / readmeMs. */
+  readonly ratio: number;
+}
+
 export interface ReadersResult {
   readonly from: string;
   readonly to: string;
@@ -81,6 +94,8 @@ export interface ReadersResult {
   readonly lastCommitsMs: number;
   readonly commitRatio: number;
   readonly queries: readonly ReaderQueryResult[];
+  /** The latest views against the README's query (absent when the schema has no such views). */
+  readonly latest: readonly LatestQueryResult[];
   /** Tables in the partition trees of the connector's posts and segments, the parents included. */
   readonly connectorRelations: number;
   readonly connectorBytes: number;
@@ -277,6 +292,56 @@ function readerQueries(options: ReadersOptions, ids: readonly string[], joinColu
   ];
 }
 
+/**
+ * Reads of each post's latest row. The two sides are the connector's views (`tables` names them) and the README's
+ * query written over posts as a person would write it for the read (a filter on the post id inside it).
+ */
+interface LatestSide {
+  readonly posts: (where: string) => string;
+  readonly segments: (where: string) => string;
+}
+
+function latestQueries(
+  options: ReadersOptions,
+  ids: readonly string[],
+): {
+  query: string;
+  executions: number;
+  sql: (side: LatestSide) => string;
+  params: (i: number) => string[];
+}[] {
+  const stride = 7919;
+  const postId = (i: number): string[] => [ids[(i * stride) % ids.length]!];
+  const none = (): string[] => [];
+  const byId = `${id(POST_ID)} = $1`;
+  return [
+    {
+      query: "one post's latest row",
+      executions: options.lightExecutions,
+      sql: (t) => t.posts(byId),
+      params: postId,
+    },
+    {
+      query: "one post's latest segments",
+      executions: options.lightExecutions,
+      sql: (t) => t.segments(byId),
+      params: postId,
+    },
+    {
+      query: 'the latest row of every post',
+      executions: options.heavyExecutions,
+      sql: (t) => `SELECT count(*), sum(length(brand)) FROM (${t.posts('true')}) l`,
+      params: none,
+    },
+    {
+      query: 'posts per segment value, latest rows',
+      executions: options.heavyExecutions,
+      sql: (t) => `SELECT name, value, count(*) FROM (${t.segments('true')}) l GROUP BY name, value`,
+      params: none,
+    },
+  ];
+}
+
 /** One execution as an application pays it: parse, plan and run of an unnamed statement, and the round trip. */
 async function timed(
   client: pg.PoolClient,
@@ -296,12 +361,10 @@ async function timed(
 async function compare(
   client: pg.PoolClient,
   options: ReadersOptions,
-  query: ReaderQuery,
-  connector: Tables,
-  plain: Tables,
+  query: Omit<ReaderQuery, 'sql'>,
+  connectorSql: string,
+  plainSql: string,
 ): Promise<ReaderQueryResult> {
-  const connectorSql = query.sql(connector);
-  const plainSql = query.sql(plain);
   for (let i = 0; i < options.warmUp; i++) {
     const a = await timed(client, connectorSql, query.params(i));
     const b = await timed(client, plainSql, query.params(i));
@@ -335,7 +398,60 @@ async function compare(
   };
 }
 
-async function measureReaders(context: BenchContext, options: ReadersOptions): Promise<ReaderQueryResult[]> {
+async function hasRelation(pool: pg.Pool, name: string): Promise<boolean> {
+  const found = await pool.query('SELECT to_regclass($1) IS NOT NULL AS found', [
+    `${id(SCHEMA)}.${id(name)}`,
+  ]);
+  return found.rows[0]?.found === true;
+}
+
+/**
+ * The latest views against the README's query on the same tables, compared as the readers' queries are (the view's
+ * side in `connector`, the README's in `plain`). None when the connector measured makes no such views.
+ */
+async function measureLatest(
+  context: BenchContext,
+  options: ReadersOptions,
+  client: pg.PoolClient,
+  ids: readonly string[],
+): Promise<LatestQueryResult[]> {
+  const { pool } = context;
+  if (!(await hasRelation(pool, POSTS_LATEST)) || !(await hasRelation(pool, SEGMENTS_LATEST))) return [];
+  const table = (name: string): string => `${id(SCHEMA)}.${id(name)}`;
+  const key = `_org, ${id(POST_ID)}`;
+  const readme = (where: string): string =>
+    `SELECT DISTINCT ON (${key}) * FROM ${table(POSTS)} WHERE ${where} ORDER BY ${key}, _window_start DESC`;
+  const view: LatestSide = {
+    posts: (where) => `SELECT * FROM ${table(POSTS_LATEST)} WHERE ${where}`,
+    segments: (where) => `SELECT * FROM ${table(SEGMENTS_LATEST)} WHERE ${where}`,
+  };
+  const query: LatestSide = {
+    posts: readme,
+    segments: (where) =>
+      `SELECT s.* FROM ${table(SEGMENTS)} s JOIN (${readme(where)}) l USING (${key}, _window_start)`,
+  };
+  const out: LatestQueryResult[] = [];
+  for (const latest of latestQueries(options, ids)) {
+    // The view's side as the connector's, the README's query as the plain one.
+    const result = await compare(client, options, latest, latest.sql(view), latest.sql(query));
+    context.log(
+      `readers: ${latest.query}: view ${result.connectorMs.toFixed(2)} ms, README's query ${result.plainMs.toFixed(2)} ms (median of ${result.executions})`,
+    );
+    out.push({
+      query: latest.query,
+      executions: result.executions,
+      viewMs: result.connectorMs,
+      readmeMs: result.plainMs,
+      ratio: result.ratio,
+    });
+  }
+  return out;
+}
+
+async function measureReaders(
+  context: BenchContext,
+  options: ReadersOptions,
+): Promise<{ queries: ReaderQueryResult[]; latest: LatestQueryResult[] }> {
   const { pool } = context;
   const table = (name: string): string => `${id(SCHEMA)}.${id(name)}`;
   // Join on _org too when both tables carry it: it leads the keys of a layout shared by organizations.
@@ -353,13 +469,13 @@ async function measureReaders(context: BenchContext, options: ReadersOptions): P
   try {
     const out: ReaderQueryResult[] = [];
     for (const query of readerQueries(options, ids, joinColumns)) {
-      const result = await compare(client, options, query, connector, plain);
+      const result = await compare(client, options, query, query.sql(connector), query.sql(plain));
       context.log(
         `readers: ${query.query}: connector ${result.connectorMs.toFixed(2)} ms, plain ${result.plainMs.toFixed(2)} ms (median of ${result.executions})`,
       );
       out.push(result);
     }
-    return out;
+    return { queries: out, latest: await measureLatest(context, options, client, ids) };
   } finally {
     client.release();
   }
@@ -388,7 +504,7 @@ export async function benchReaders(context: BenchContext, options: ReadersOption
       `SELECT (SELECT count(*) FROM ${id(SCHEMA)}.${id(POSTS)}) AS posts,
               (SELECT count(*) FROM ${id(SCHEMA)}.${id(SEGMENTS)}) AS segments`,
     );
-    const queries = await measureReaders(context, options);
+    const { queries, latest } = await measureReaders(context, options);
     const connectorSize = await treeSize(pool, [POSTS, SEGMENTS]);
     const plainSize = await treeSize(pool, [PLAIN_POSTS, PLAIN_SEGMENTS]);
     context.log(
@@ -409,6 +525,7 @@ export async function benchReaders(context: BenchContext, options: ReadersOption
       lastCommitsMs,
       commitRatio: lastCommitsMs / firstCommitsMs,
       queries,
+      latest,
       connectorRelations: connectorSize.relations,
       connectorBytes: connectorSize.bytes,
       plainBytes: plainSize.bytes,

@@ -92,7 +92,8 @@ async function showRows(io: Io, database: DemoDatabase, schema: string, keep: bo
       postsPerSegmentQuery(schema),
       preflightVersusInflightQuery(schema),
     ]) {
-      io.stdout.write(`\n-- ${query.title}\n${await renderQuery(client, query, 8)}\n`);
+      // Each query is shown before its result: what to type to read the latest row of each post.
+      io.stdout.write(`\n-- ${query.title}\n${query.sql};\n\n${await renderQuery(client, query, 8)}\n`);
     }
   } finally {
     await client.end();

@@ -7,13 +7,18 @@ export interface DemoQuery {
   readonly sql: string;
 }
 
+/*
+ * The queries read the latest row of each post (posts_latest, post_custom_segments_latest: migration 012): a post in
+ * several windows is counted once, with its latest figures.
+ */
+
 /** A few loaded posts, newest first. */
 export function sampleRowsQuery(schema: string): DemoQuery {
   const s = pg.escapeIdentifier(schema);
   return {
     title: 'A few loaded posts',
     sql: `SELECT platform_post_id, date_captured, brand, channel, status, total_spend, currency
-  FROM ${s}.posts ORDER BY date_captured DESC, platform_post_id LIMIT 5`,
+  FROM ${s}.posts_latest ORDER BY date_captured DESC, platform_post_id LIMIT 5`,
   };
 }
 
@@ -26,7 +31,7 @@ export function spendByBrandAndWeekQuery(schema: string): DemoQuery {
   return {
     title: 'Spend by brand and week',
     sql: `SELECT _org, brand, date_trunc('week', date_captured::date)::date AS week, currency, sum(total_spend) AS spend
-  FROM ${s}.posts WHERE total_spend IS NOT NULL
+  FROM ${s}.posts_latest WHERE total_spend IS NOT NULL
   GROUP BY _org, brand, week, currency ORDER BY _org, week, brand, currency`,
   };
 }
@@ -37,7 +42,7 @@ export function postsPerSegmentQuery(schema: string): DemoQuery {
   return {
     title: 'Posts per custom segment value',
     sql: `SELECT _org, name, value, count(DISTINCT platform_post_id) AS posts
-  FROM ${s}.post_custom_segments GROUP BY _org, name, value ORDER BY _org, name, value`,
+  FROM ${s}.post_custom_segments_latest GROUP BY _org, name, value ORDER BY _org, name, value`,
   };
 }
 
@@ -47,7 +52,7 @@ export function preflightVersusInflightQuery(schema: string): DemoQuery {
   return {
     title: 'Preflight versus inflight posts',
     sql: `SELECT _org, status, count(*) AS posts, count(total_spend) AS with_spend
-  FROM ${s}.posts GROUP BY _org, status ORDER BY _org, status`,
+  FROM ${s}.posts_latest GROUP BY _org, status ORDER BY _org, status`,
   };
 }
 

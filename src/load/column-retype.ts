@@ -12,7 +12,7 @@
  * The copies need as much room again as the table while they are built.
  */
 import type pg from 'pg';
-import { dropPostsLatest, remakeLatestViews } from './latest-views.js';
+import { dropLatestForChange, remakeLatestViews } from './latest-views.js';
 import * as queries from './queries.js';
 import { qualified } from './table-names.js';
 
@@ -91,10 +91,10 @@ export async function retypeColumn(
   // Bounded by lock_timeout: a reader that never lets go fails the widening (and the window), it does not hang it.
   await client.query(queries.lockExclusive(schema, table));
   // Readers wait from here on: the swap is sent as one batch, so that it costs no round trip per partition.
-  // posts_latest holds the column: it is dropped first and made again last, so that no reader sees it without it.
+  // posts_latest holds the column: it is dropped first and made again last, within the swap's transaction.
   const views = table === 'posts';
+  if (views) await dropLatestForChange(client, schema);
   const swap = [
-    ...(views ? [dropPostsLatest(schema)] : []),
     ...copies.map(({ partition }) => queries.dropTable(schema, partition.name)),
     queries.alterColumnType(schema, table, column, type),
     ...copies.flatMap(({ partition, copy }) => [

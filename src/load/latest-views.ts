@@ -6,7 +6,7 @@
  * A view's `*` is expanded when the view is made, and a view holds the columns it reads (they can be neither retyped
  * nor dropped under it). So every change of posts' columns handles the views in its own transaction: after columns
  * are added, the views are made again (they gain the columns, and users' views built on them are kept); before a
- * column is retyped or dropped, posts_latest is dropped, and made again after. A change made by hand without them
+ * column is retyped or dropped, posts_latest is dropped, and made again after with the owner and grants it had. A change made by hand without them
  * (an operator's DROP VIEW, ALTER TABLE) is caught up at the next run's start (keepLatestViewsInStep).
  */
 import type pg from 'pg';
@@ -20,14 +20,21 @@ export const SEGMENTS_LATEST = 'post_custom_segments_latest';
 /** The views the connector owns and makes again; the preflight checks that the role owns them. */
 export const LATEST_VIEWS: readonly string[] = [POSTS_LATEST, SEGMENTS_LATEST];
 export const REFRESH_FUNCTION = 'post_reports_refresh_latest_views';
+export const DROP_FUNCTION = 'post_reports_drop_latest_view';
 
 /**
- * Drops posts_latest before a column of posts is retyped or dropped (post_custom_segments_latest reads only the key
- * columns of posts, which never change). Not CASCADE: a view of a user's built on it stops the change with
- * PostgreSQL's own error naming that view, rather than being dropped silently.
+ * $1 the schema's name: drops posts_latest before a column of posts is retyped or dropped (post_custom_segments_latest
+ * reads only the key columns of posts, which never change), recording its owner and grants for the transaction, which
+ * the refresh gives back. Not CASCADE: a view of a user's built on it stops the change with PostgreSQL's own error
+ * naming that view, rather than being dropped silently.
  */
 export function dropPostsLatest(schema: string): string {
-  return `DROP VIEW IF EXISTS ${qualified(schema, POSTS_LATEST)}`;
+  return `SELECT ${qualified(schema, DROP_FUNCTION)}($1::text)`;
+}
+
+/** Drops posts_latest, its owner and grants kept for remakeLatestViews in the same transaction. */
+export async function dropLatestForChange(db: Queryable, schema: string): Promise<void> {
+  await db.query(dropPostsLatest(schema), [schema]);
 }
 
 /** $1 the schema's name, $2 the post id column: makes both views with the tables' columns as they are now. */

@@ -15,8 +15,8 @@
  * Values a column cannot take fail the window: DataError('FIELD_TYPE_MISMATCH') naming the field, its column
  * type, the value's kind, the window and the page. A demanding user wants to know, not to find later that
  * some values were parked in a side column nobody reads. The remedy is explicit: an operator widens the
- * column (DROP VIEW posts_latest, then ALTER TABLE … TYPE text or jsonb; types are read from the catalog, the
- * loader follows, and the run's start makes the view again) and re-runs.
+ * column (ALTER TABLE … TYPE text or jsonb, posts_latest dropped before and made again after, as docs/storage.md
+ * shows; types are read from the catalog, the loader follows) and re-runs.
  * A field whose values are all null gets no column until a non-null value types it: its rows read NULL anyway.
  * The documented fields a run loads are known before any page: their columns are made at its preparation
  * (addDeclaredColumns), so that pages of documented records need no DDL.
@@ -333,7 +333,7 @@ function mismatch(posts: PagePosts, field: string, type: ColumnType, place: Page
     if (fitOf(type, kind) !== 'mismatch') return false;
     error = new DataError(
       'FIELD_TYPE_MISMATCH',
-      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (DROP VIEW posts_latest, then ALTER TABLE posts … TYPE text or jsonb) and re-run: the run makes the view again`,
+      `field ${JSON.stringify(field)} holds a ${kind} value in post ${id()} of window ${place.window} page ${place.page}, but its column is ${type}: widen the column (ALTER TABLE posts … TYPE text or jsonb, in one transaction with posts_latest dropped before and made again after, as the storage model shows) and re-run`,
     );
     return true;
   });

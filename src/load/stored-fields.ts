@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { answeredWith } from '../error-policy.js';
 import { type FieldSelection, fieldFilter } from '../model/field-selection.js';
-import { dropPostsLatest, remakeLatestViews } from './latest-views.js';
+import { dropLatestForChange, remakeLatestViews } from './latest-views.js';
 import type { Scope } from './scope.js';
 import { qualified } from './table-names.js';
 
@@ -68,7 +68,7 @@ export async function applyFieldSelection(
   const dropped = rows.filter(({ field }) => !keep(field));
   if (dropped.length === 0) return;
   // posts_latest holds the columns: dropped first, made again without them (src/load/latest-views.ts).
-  await db.query(dropPostsLatest(schema));
+  await dropLatestForChange(db, schema);
   for (const { field, column_name: column } of dropped) {
     await db.query(
       `ALTER TABLE ${qualified(schema, 'posts')} DROP COLUMN IF EXISTS ${pg.escapeIdentifier(column)}`,

@@ -41,6 +41,19 @@ describe('demo (the built CLI, loading into --database-url)', () => {
     expect(result.stdout).toContain('Pre-Flight');
     // The database outlives the demo: a query to try there.
     expect(result.stdout).toContain('A query to try');
+    // Its example queries are printed, and read each post's latest row (migration 012's views), not every
+    // window's.
+    for (const title of [
+      'A few loaded posts',
+      'Spend by brand and week',
+      'Preflight versus inflight posts',
+    ]) {
+      expect(result.stdout).toMatch(new RegExp(`-- ${title}\n(.+\n)*? +FROM "[a-z0-9_]+".posts_latest `));
+    }
+    expect(result.stdout).toMatch(
+      /-- Posts per custom segment value\n(.+\n)*? +FROM "[a-z0-9_]+"\.post_custom_segments_latest /,
+    );
+    expect(result.stdout).toMatch(/A query to try \(psql .*\):\n .* FROM "[a-z0-9_]+"\.posts_latest /);
     // Not a terminal: progress arrives as structured log lines.
     const progress = result.stderr
       .split('\n')

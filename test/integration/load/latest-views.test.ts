@@ -129,6 +129,43 @@ describe('posts_latest and post_custom_segments_latest', () => {
     await expectAsReadme('latest_columns');
   });
 
+  it('keep their owner and grants when a widening or a field selection makes posts_latest again', async () => {
+    const loader = await loaded('latest_grants');
+    await load(loader, W1, 'r1', [[post(1, { spend: 10, caption: 'a' })]]);
+    const { rows } = await db.pool.query<{ db: string }>('SELECT current_database() AS db');
+    const reader = pg.escapeIdentifier(`latest_reader_${rows[0]!.db}`);
+    const owner = pg.escapeIdentifier(`latest_owner_${rows[0]!.db}`);
+    await db.pool.query(`CREATE ROLE ${reader} NOLOGIN`);
+    await db.pool.query(`CREATE ROLE ${owner} NOLOGIN`);
+    const privileges = async (): Promise<unknown> =>
+      (
+        await db.pool.query(
+          `SELECT pg_get_userbyid(relowner) = $1 AS owned, has_table_privilege($2, oid, 'SELECT') AS readable,
+                  has_table_privilege($2, oid, 'INSERT') AS writable
+             FROM pg_class WHERE oid = 'latest_grants.posts_latest'::regclass`,
+          [`latest_owner_${rows[0]!.db}`, `latest_reader_${rows[0]!.db}`],
+        )
+      ).rows;
+    try {
+      await db.pool.query(`GRANT SELECT ON latest_grants.posts_latest TO ${reader}`);
+      await db.pool.query(`ALTER VIEW latest_grants.posts_latest OWNER TO ${owner}`);
+      expect(await privileges()).toEqual([{ owned: true, readable: true, writable: false }]);
+      // A decimal in a bigint column: the widening drops posts_latest and makes it again.
+      await load(loader, W2, 'r2', [[post(1, { spend: new ExactNumber('0.5') })]]);
+      expect(await columnsOf('latest_grants.posts_latest')).toContain('spend numeric');
+      expect(await privileges()).toEqual([{ owned: true, readable: true, writable: false }]);
+      // A column renamed by hand: made again by dropping it, at the next run's start.
+      await db.pool.query('ALTER TABLE latest_grants.posts RENAME COLUMN caption TO title');
+      await migrate(db.pool, { schema: 'latest_grants', postIdField: 'platform_post_id' }, log.logger);
+      expect(await columnsOf('latest_grants.posts_latest')).toContain('title text');
+      expect(await privileges()).toEqual([{ owned: true, readable: true, writable: false }]);
+    } finally {
+      await db.pool.query('DROP SCHEMA latest_grants CASCADE');
+      await db.pool.query(`DROP ROLE ${reader}`);
+      await db.pool.query(`DROP ROLE ${owner}`);
+    }
+  });
+
   it('lose a column a field selection drops', async () => {
     const schema = 'latest_dropped';
     await migrate(db.pool, { schema, postIdField: 'platform_post_id' }, log.logger);
