@@ -115,6 +115,19 @@ export interface RunConfig {
   readonly clockStart?: string;
   /** Where the end of a run writes its Prometheus metrics; absent: nowhere. */
   readonly metricsFile?: string;
+  /** The Prometheus Pushgateway the end of a run pushes the same metrics to; absent: none. */
+  readonly pushgateway?: PushgatewayConfig;
+}
+
+/** A Prometheus Pushgateway, reached by HTTP(S) directly or through the proxy the environment names for it. */
+export interface PushgatewayConfig {
+  /** Its root URL (`http://host:9091`, or under a path), without user information. */
+  readonly url: URL;
+  /** `Basic …` of the user and password of the URL given, sent as Authorization; absent without them. */
+  readonly authorization?: Secret;
+  /** The password of the URL given (as written and decoded), kept out of every log line. */
+  readonly passwords: readonly Secret[];
+  readonly proxy?: ProxyConfig;
 }
 
 export interface LogConfig {
@@ -300,6 +313,13 @@ export const SETTINGS = {
     placeholder: '<path>',
     description:
       "File the end of every run writes Prometheus metrics to (node_exporter's textfile collector: a *.prom file)",
+  },
+  pushgatewayUrl: {
+    env: 'POST_REPORTS_PUSHGATEWAY_URL',
+    flag: '--pushgateway-url',
+    placeholder: '<url>',
+    description:
+      'Prometheus Pushgateway the end of every run pushes the same metrics to (http://host:9091; user:password@ sent as Basic auth)',
   },
   schema: {
     env: 'POST_REPORTS_SCHEMA',
@@ -537,7 +557,14 @@ export function readEnvironment(dotenvPath = '.env'): RawSettings {
 
 /** Variables of `.env` that hold a secret: the token, a password, or a URL that may carry one. */
 const SECRET_VARIABLES = ['POST_REPORTS_TOKEN', 'PGPASSWORD'] as const;
-const URL_VARIABLES = ['DATABASE_URL', 'https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'] as const;
+const URL_VARIABLES = [
+  'DATABASE_URL',
+  'https_proxy',
+  'HTTPS_PROXY',
+  'http_proxy',
+  'HTTP_PROXY',
+  'POST_REPORTS_PUSHGATEWAY_URL',
+] as const;
 
 /**
  * The warning for a `.env` file that holds a secret and that others than its owner may read (and so copy the
@@ -1211,9 +1238,18 @@ function proxyVariable(name: 'httpsProxy' | 'httpProxy' | 'noProxy', env: RawSet
   return undefined;
 }
 
-/** The proxy the API's requests go through, from the environment's variables; undefined for none. */
-function proxyFor(baseUrl: URL, env: RawSettings, flags: Flags, problems: Problems): ProxyConfig | undefined {
-  const mode = raw('apiProxy', env, flags) ?? 'environment';
+/**
+ * The proxy requests to `baseUrl` go through, from the environment's variables; undefined for none. `api`: the API's
+ * own, which POST_REPORTS_API_PROXY may turn off.
+ */
+function proxyFor(
+  baseUrl: URL,
+  env: RawSettings,
+  flags: Flags,
+  problems: Problems,
+  api = true,
+): ProxyConfig | undefined {
+  const mode = api ? (raw('apiProxy', env, flags) ?? 'environment') : 'environment';
   if (mode !== 'environment' && mode !== 'off') {
     problems.add(`${where('apiProxy')} must be environment or off, got ${JSON.stringify(mode)}`);
     return undefined;
@@ -1385,6 +1421,7 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
   if (metricsFile !== undefined && (metricsFile === '' || metricsFile.endsWith('/'))) {
     problems.add(`${where('metricsFile')} must be the path of a file, got ${JSON.stringify(metricsFile)}`);
   }
+  const pushgateway = pushgatewayConfig(env, flags, problems);
   return {
     windowDays: integer('windowDays', env, flags, problems, 1, 366),
     concurrency: integer('concurrency', env, flags, problems, 1, 64),
@@ -1399,6 +1436,63 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     fields,
     ...(clockStart === undefined ? {} : { clockStart }),
     ...(metricsFile === undefined || metricsFile === '' ? {} : { metricsFile }),
+    ...(pushgateway === undefined ? {} : { pushgateway }),
+  };
+}
+
+/**
+ * The Pushgateway of POST_REPORTS_PUSHGATEWAY_URL: an http(s) URL without query or fragment, its user information
+ * taken out as the Authorization it stands for (so that the URL itself can be named anywhere), reached through the
+ * proxy the environment names for its host (NO_PROXY honoured) whatever POST_REPORTS_API_PROXY says of the API.
+ */
+function pushgatewayConfig(
+  env: RawSettings,
+  flags: Flags,
+  problems: Problems,
+): PushgatewayConfig | undefined {
+  const text = raw('pushgatewayUrl', env, flags);
+  if (text === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    // Not quoted: a URL that does not parse may hold a password anywhere in it.
+    problems.add(
+      `${where('pushgatewayUrl')} is not a URL: give the Pushgateway's root, e.g. http://pushgateway:9091`,
+    );
+    return undefined;
+  }
+  const bad =
+    url.protocol !== 'http:' && url.protocol !== 'https:'
+      ? `must be http:// or https://, got ${url.protocol}`
+      : url.search !== '' || url.hash !== ''
+        ? 'must have no query or fragment'
+        : undefined;
+  let user: string;
+  let password: string;
+  try {
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    problems.add(`${where('pushgatewayUrl')} has a user or password that is not valid percent-encoding`);
+    return undefined;
+  }
+  url.username = '';
+  url.password = '';
+  if (bad !== undefined) {
+    problems.add(
+      `${where('pushgatewayUrl')} ${bad} (${url.origin}): give the Pushgateway's root, e.g. http://pushgateway:9091`,
+    );
+    return undefined;
+  }
+  const proxy = proxyFor(url, env, flags, problems, false);
+  return {
+    url,
+    passwords: urlPasswords(text).map((p) => new Secret(p)),
+    ...(user === '' && password === ''
+      ? {}
+      : { authorization: new Secret(`Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`) }),
+    ...(proxy === undefined ? {} : { proxy }),
   };
 }
 

@@ -8,7 +8,7 @@ import { ProxyError, proxyUnreachable } from './proxy-error.js';
 
 /** One HTTP request as the client sends it. */
 export interface HttpRequest {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'PUT';
   readonly url: URL;
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string;
@@ -104,6 +104,13 @@ export class HttpTransport {
       });
       sent.end(request.body);
     });
+  }
+
+  /** Closes the connections kept alive: a transport used once (a push at a run's end) holds none after. */
+  close(): void {
+    this.#httpAgent.destroy();
+    this.#httpsAgent?.destroy();
+    this.#tunnelAgent?.then((agent) => agent.destroy()).catch(() => {});
   }
 
   #directHttpsAgent(): HttpsAgent {

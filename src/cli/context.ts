@@ -73,6 +73,9 @@ export function commandContext(
     ]),
     ...connectionSecrets(config.db.url.reveal(), env),
     ...proxies.flatMap((url) => urlPasswords(url)),
+    ...(config.run.pushgateway?.passwords ?? []).map((password) => password.reveal()),
+    config.run.pushgateway?.authorization?.reveal() ?? '',
+    config.run.pushgateway?.proxy?.authorization?.reveal() ?? '',
   ].filter((secret) => secret !== '');
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);

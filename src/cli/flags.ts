@@ -67,6 +67,7 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'fields',
   'excludeFields',
   'metricsFile',
+  'pushgatewayUrl',
 ];
 /** Every command that reads settings: the configuration file, and the log level. */
 export const COMMON_FLAGS: readonly SettingName[] = ['configFile', 'logLevel', 'noColor'];

@@ -31,6 +31,7 @@ function labelValue(value: string): string {
 }
 
 function labelsText(labels: Readonly<Record<string, string>>): string {
+  if (Object.keys(labels).length === 0) return '';
   return `{${Object.entries(labels)
     .map(([k, v]) => `${k}="${labelValue(v)}"`)
     .join(',')}}`;
@@ -39,6 +40,11 @@ function labelsText(labels: Readonly<Record<string, string>>): string {
 /** Seconds since the epoch of a YYYY-MM-DD date's start (UTC). */
 function dateSeconds(date: string): number {
   return Date.parse(`${date}T00:00:00Z`) / 1000;
+}
+
+/** How metrics are written: `targetLabels: false` leaves out schema and organization (a Pushgateway's grouping key). */
+export interface RenderOptions {
+  readonly targetLabels?: boolean;
 }
 
 /**
@@ -50,8 +56,9 @@ export function renderMetrics(
   run: MetricsRun,
   endedAt: Date,
   previousSuccess: number | undefined,
+  options: RenderOptions = {},
 ): string {
-  return renderMetricsOf([{ target, run, previousSuccess }], endedAt);
+  return renderMetricsOf([{ target, run, previousSuccess }], endedAt, options);
 }
 
 /** One target's figures in a metrics file of several (a run of several organizations). */
@@ -62,10 +69,14 @@ export interface MetricsEntry {
 }
 
 /** The metrics of several targets: each metric once, with a sample of each target. */
-export function renderMetricsOf(entries: readonly MetricsEntry[], endedAt: Date): string {
+export function renderMetricsOf(
+  entries: readonly MetricsEntry[],
+  endedAt: Date,
+  options: RenderOptions = {},
+): string {
   const byName = new Map<string, { help: string; samples: Metric['samples'][number][] }>();
   for (const entry of entries) {
-    for (const metric of metricsOf(entry.target, entry.run, endedAt, entry.previousSuccess)) {
+    for (const metric of metricsOf(entry.target, entry.run, endedAt, entry.previousSuccess, options)) {
       const found = byName.get(metric.name) ?? { help: metric.help, samples: [] };
       found.samples.push(...metric.samples);
       byName.set(metric.name, found);
@@ -86,8 +97,11 @@ function metricsOf(
   run: MetricsRun,
   endedAt: Date,
   previousSuccess: number | undefined,
+  options: RenderOptions,
 ): Metric[] {
-  const base = { schema: target.schema, organization: target.organization };
+  // A Pushgateway's grouping key carries schema and organization: pushed metrics must not carry them again.
+  const base: Record<string, string> =
+    options.targetLabels === false ? {} : { schema: target.schema, organization: target.organization };
   const ended = endedAt.getTime() / 1000;
   const success = run.exitCode === 0 ? ended : previousSuccess;
   const metrics: Metric[] = [

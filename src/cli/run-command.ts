@@ -1,4 +1,4 @@
-import { type Flags, type RawSettings, SETTINGS } from '../config.js';
+import { type Flags, type PushgatewayConfig, type RawSettings, SETTINGS } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { databaseWhere } from '../load/connection-error.js';
 import { backfill, backfillRange } from '../pipeline/backfill.js';
@@ -77,7 +77,7 @@ export async function runWithProgress(
   // Known once the configuration is read: what is printed outside the log is scrubbed like the log.
   let scrub = (text: string): string => text;
   // Known once the settings are read: a run whose settings are wrong has nowhere to write its metrics.
-  let metrics: { readonly path: string; readonly target: MetricsTarget } | undefined;
+  let metrics: MetricsOutputs | undefined;
   const printJson =
     print && (options.json === true || (io.stdout as Partial<NodeJS.WriteStream>).isTTY !== true);
   let target: RunTarget | undefined;
@@ -96,10 +96,11 @@ export async function runWithProgress(
         quiet,
       });
     }
-    const { metricsFile } = context.config.run;
-    if (metricsFile !== undefined) {
+    const { metricsFile, pushgateway } = context.config.run;
+    if (metricsFile !== undefined || pushgateway !== undefined) {
       metrics = {
-        path: metricsFile,
+        ...(metricsFile === undefined ? {} : { path: metricsFile }),
+        ...(pushgateway === undefined ? {} : { pushgateway }),
         target: { schema: context.config.db.schema, organization: context.config.db.organization },
       };
     }
@@ -141,7 +142,7 @@ export async function runWithProgress(
     const tty = (io.stderr as Partial<NodeJS.WriteStream>).isTTY === true;
     if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary, target)}\n`);
     if (printJson) printSummary(io, { ...summary, ...target }, scrub);
-    await writeMetrics(io, metrics, summary);
+    await writeMetrics(io, metrics, summary, scrub);
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
     progress.stop();
@@ -150,7 +151,7 @@ export async function runWithProgress(
     // The exit code is the signal's when one stopped the run; the message is the error's own.
     if (printJson) printSummary(io, { ...failureSummary(command, cause, started, error), ...target }, scrub);
     const { exitCode } = classify(cause);
-    await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started });
+    await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started }, scrub);
     return { exitCode };
   }
 }
@@ -238,20 +239,75 @@ async function runEveryOrganization(
       io.stderr.write(`post-reports-etl: warning: cannot write the metrics file ${metricsFile}: ${reason}\n`);
     }
   }
+  // Each organization is a group of its own on the Pushgateway, as a run of it alone would push.
+  const { pushgateway } = config.run;
+  if (pushgateway !== undefined) {
+    const endedAt = new Date();
+    for (const s of summary.organizations) {
+      await pushTo(
+        io,
+        pushgateway,
+        { schema: config.db.schema, organization: s.organization },
+        { ...s, command },
+        endedAt,
+        context.scrub,
+      );
+    }
+  }
   return { exitCode: summary.exitCode };
 }
 
-/** Writes the run's metrics when asked to; a file that cannot be written is a warning, not the run's failure. */
+/** Where a run's metrics go: a file, a Pushgateway, or both. */
+interface MetricsOutputs {
+  readonly path?: string;
+  readonly pushgateway?: PushgatewayConfig;
+  readonly target: MetricsTarget;
+}
+
+/**
+ * Writes the run's metrics where asked to; a file that cannot be written, or a Pushgateway that does not take them,
+ * is a warning, not the run's failure.
+ */
 async function writeMetrics(
   io: Io,
-  metrics: { readonly path: string; readonly target: MetricsTarget } | undefined,
+  metrics: MetricsOutputs | undefined,
   run: MetricsRun,
+  scrub: (text: string) => string,
 ): Promise<void> {
   if (metrics === undefined) return;
+  const endedAt = new Date();
+  if (metrics.path !== undefined) {
+    try {
+      await writeMetricsFile(metrics.path, metrics.target, run, endedAt);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      io.stderr.write(
+        `post-reports-etl: warning: cannot write the metrics file ${metrics.path}: ${reason}\n`,
+      );
+    }
+  }
+  if (metrics.pushgateway !== undefined) {
+    await pushTo(io, metrics.pushgateway, metrics.target, run, endedAt, scrub);
+  }
+}
+
+/** Pushes one target's metrics; a Pushgateway that does not take them is a warning, not the run's failure. */
+async function pushTo(
+  io: Io,
+  pushgateway: PushgatewayConfig,
+  target: MetricsTarget,
+  run: MetricsRun,
+  endedAt: Date,
+  scrub: (text: string) => string,
+): Promise<void> {
+  const { pushMetrics } = await import('./pushgateway.js');
   try {
-    await writeMetricsFile(metrics.path, metrics.target, run, new Date());
+    await pushMetrics(pushgateway, target, run, endedAt);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`post-reports-etl: warning: cannot write the metrics file ${metrics.path}: ${reason}\n`);
+    // The URL as configured holds no credentials (config.ts takes them out); the reason is scrubbed all the same.
+    io.stderr.write(
+      `post-reports-etl: warning: cannot push the metrics to the Pushgateway ${pushgateway.url.origin}: ${terminalSafe(scrub(reason))}\n`,
+    );
   }
 }
