@@ -6,6 +6,8 @@
  * against the simplest table a reader could have, whatever that layout is.
  */
 import pg from 'pg';
+import { migrate } from '../src/load/migrate.js';
+import { createLogger } from '../src/logger.js';
 import { cutWindows } from '../src/pipeline/windows.js';
 import { type BenchContext, cliEnv } from './bench-context.js';
 import { runCli, startSimulatorChild } from './child.js';
@@ -18,6 +20,8 @@ const SEGMENTS = 'post_custom_segments';
 /** The views of each post's latest row (migration 012), measured against the README's query on the same tables. */
 const POSTS_LATEST = 'posts_latest';
 const SEGMENTS_LATEST = 'post_custom_segments_latest';
+/** The schema of the dense history, made by the bench's own build (migrations included), rows written by SQL. */
+const DENSE_SCHEMA = 'bench_latest';
 const PLAIN_POSTS = 'plain_posts';
 const PLAIN_SEGMENTS = 'plain_segments';
 const POST_ID = 'platform_post_id';
@@ -41,6 +45,11 @@ export interface ReadersOptions {
    */
   readonly queryBudgetMs: number;
   readonly minExecutions: number;
+  /**
+   * The dense history the latest views are also measured on: days of windows, new posts a day, and the windows each
+   * post is reported in (the loaded history has each post in one window only, where DISTINCT ON has nothing to drop).
+   */
+  readonly dense: { readonly days: number; readonly postsPerDay: number; readonly windowsPerPost: number };
 }
 
 /** Three years (1,096 days) at full size; 60 days under --smoke, so that CI keeps the figure working. */
@@ -56,6 +65,7 @@ export function readersOptions(smoke: boolean): ReadersOptions {
     warmUp: smoke ? 2 : 5,
     queryBudgetMs: smoke ? 10_000 : 30_000,
     minExecutions: smoke ? 3 : 11,
+    dense: { days: smoke ? 60 : 1096, postsPerDay: 100, windowsPerPost: 7 },
   };
 }
 
@@ -70,6 +80,8 @@ export interface ReaderQueryResult {
 
 /** A read of each post's latest row: through the view, and by the README's DISTINCT ON query on the same tables. */
 export interface LatestQueryResult {
+  /** The history read: the loaded one, or the dense one (every post in several windows). */
+  readonly history: string;
   readonly query: string;
   readonly executions: number;
   readonly viewMs: number;
@@ -398,26 +410,24 @@ async function compare(
   };
 }
 
-async function hasRelation(pool: pg.Pool, name: string): Promise<boolean> {
-  const found = await pool.query('SELECT to_regclass($1) IS NOT NULL AS found', [
-    `${id(SCHEMA)}.${id(name)}`,
-  ]);
-  return found.rows[0]?.found === true;
-}
-
 /**
- * The latest views against the README's query on the same tables, compared as the readers' queries are (the view's
- * side in `connector`, the README's in `plain`). None when the connector measured makes no such views.
+ * The latest views against the README's query on the same tables of `schema`, compared as the readers' queries are
+ * (the view's side in `connector`, the README's in `plain`). None when the schema has no such views (a connector
+ * measured that makes none).
  */
 async function measureLatest(
   context: BenchContext,
   options: ReadersOptions,
   client: pg.PoolClient,
-  ids: readonly string[],
+  history: { readonly schema: string; readonly label: string; readonly ids: readonly string[] },
 ): Promise<LatestQueryResult[]> {
-  const { pool } = context;
-  if (!(await hasRelation(pool, POSTS_LATEST)) || !(await hasRelation(pool, SEGMENTS_LATEST))) return [];
-  const table = (name: string): string => `${id(SCHEMA)}.${id(name)}`;
+  const { schema, label, ids } = history;
+  const table = (name: string): string => `${id(schema)}.${id(name)}`;
+  const exists = await client.query<{ found: boolean }>(
+    'SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS found',
+    [table(POSTS_LATEST), table(SEGMENTS_LATEST)],
+  );
+  if (exists.rows[0]?.found !== true) return [];
   const key = `_org, ${id(POST_ID)}`;
   const readme = (where: string): string =>
     `SELECT DISTINCT ON (${key}) * FROM ${table(POSTS)} WHERE ${where} ORDER BY ${key}, _window_start DESC`;
@@ -435,9 +445,10 @@ async function measureLatest(
     // The view's side as the connector's, the README's query as the plain one.
     const result = await compare(client, options, latest, latest.sql(view), latest.sql(query));
     context.log(
-      `readers: ${latest.query}: view ${result.connectorMs.toFixed(2)} ms, README's query ${result.plainMs.toFixed(2)} ms (median of ${result.executions})`,
+      `readers: ${label}: ${latest.query}: view ${result.connectorMs.toFixed(2)} ms, README's query ${result.plainMs.toFixed(2)} ms (median of ${result.executions})`,
     );
     out.push({
+      history: label,
       query: latest.query,
       executions: result.executions,
       viewMs: result.connectorMs,
@@ -446,6 +457,53 @@ async function measureLatest(
     });
   }
   return out;
+}
+
+/**
+ * A dense history for the latest views: `days` daily windows from 2023-01-01, `postsPerDay` new posts a day, each
+ * reported in `windowsPerPost` consecutive windows (one segment a row), in year partitions as the connector makes
+ * them. Made by migrate (so its views are the bench's build's), its rows written by SQL: what is measured is the
+ * reading, not the loading. Returns the post ids.
+ */
+async function denseHistory(context: BenchContext, options: ReadersOptions): Promise<string[]> {
+  const { pool } = context;
+  const { days, postsPerDay, windowsPerPost } = options.dense;
+  const s = id(DENSE_SCHEMA);
+  await pool.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+  await migrate(pool, { schema: DENSE_SCHEMA, postIdField: POST_ID }, createLogger({ level: 'silent' }));
+  const last = new Date(Date.UTC(2023, 0, 1 + days - 1)).getUTCFullYear();
+  for (let year = 2023; year <= last; year++) {
+    for (const [parent, prefix] of [
+      [POSTS, 'posts'],
+      [SEGMENTS, 'post_custom_segments'],
+    ] as const) {
+      await pool.query(
+        `CREATE TABLE ${s}.${id(`${prefix}_y${year}`)} PARTITION OF ${s}.${id(parent)}
+           FOR VALUES FROM ('default', '${year}-01-01') TO ('default', '${year + 1}-01-01')`,
+      );
+    }
+  }
+  await pool.query(
+    `INSERT INTO ${s}.posts (_org, _window_start, _window_end, ${id(POST_ID)}, _report_id, brand, market, channel)
+     SELECT 'default', date '2023-01-01' + d, date '2023-01-01' + d, p, 'r' || d,
+            'brand_' || p % 17, 'market_' || p % 5, 'channel_' || p % 3
+       FROM generate_series(0, $1::int - 1) AS d,
+            LATERAL generate_series(greatest(0, d - $3::int + 1) * $2::int, d * $2::int + $2::int - 1) AS p`,
+    [days, postsPerDay, windowsPerPost],
+  );
+  await pool.query(
+    `INSERT INTO ${s}.post_custom_segments (_org, _window_start, ${id(POST_ID)}, name, value)
+     SELECT _org, _window_start, ${id(POST_ID)}, 'Region', 'region_' || ${id(POST_ID)} % 7 FROM ${s}.posts`,
+  );
+  await pool.query(`VACUUM ANALYZE ${s}.posts, ${s}.post_custom_segments`);
+  const ids = await pool.query<{ post_id: string }>(
+    `SELECT DISTINCT ${id(POST_ID)}::text AS post_id FROM ${s}.posts ORDER BY 1`,
+  );
+  const rows = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${s}.posts`);
+  context.log(
+    `readers: dense history: ${rows.rows[0]?.n} rows of ${ids.rows.length} posts, ${days} daily windows, each post in ${windowsPerPost}`,
+  );
+  return ids.rows.map((r) => r.post_id);
 }
 
 async function measureReaders(
@@ -475,7 +533,23 @@ async function measureReaders(
       );
       out.push(result);
     }
-    return { queries: out, latest: await measureLatest(context, options, client, ids) };
+    const loaded = await measureLatest(context, options, client, {
+      schema: SCHEMA,
+      label: 'loaded history',
+      ids,
+    });
+    const dense = { days: options.dense.days, windows: options.dense.windowsPerPost };
+    const denseIds = await denseHistory(context, options);
+    try {
+      const measured = await measureLatest(context, options, client, {
+        schema: DENSE_SCHEMA,
+        label: `${dense.days} days, each post in ${dense.windows} windows`,
+        ids: denseIds,
+      });
+      return { queries: out, latest: [...loaded, ...measured] };
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS ${id(DENSE_SCHEMA)} CASCADE`);
+    }
   } finally {
     client.release();
   }

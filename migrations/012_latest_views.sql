@@ -71,7 +71,10 @@ RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   options text := CASE WHEN current_setting('server_version_num')::int >= 150000
                        THEN ' WITH (security_invoker = true)' ELSE '' END;
-  -- %1$I the schema, %2$s the options, %3$I the post id column.
+  -- %1$I the schema, %2$s the options, %3$I the post id column. posts_latest is the README's DISTINCT ON query
+  -- itself, so it plans as that query does. A segment is of its post's latest window when no row of posts of the same
+  -- organization and post has a later window: an anti-join, which answers both one post (by the post id indexes) and
+  -- every post (no sort of the history) sooner than a join to the DISTINCT ON query (docs/storage.md).
   views text[] := ARRAY[
     format('VIEW %1$I.posts_latest%2$s AS
               SELECT DISTINCT ON (p._org, p.%3$I) p.* FROM %1$I.posts p
@@ -79,9 +82,9 @@ DECLARE
            target_schema, options, post_id),
     format('VIEW %1$I.post_custom_segments_latest%2$s AS
               SELECT s.* FROM %1$I.post_custom_segments s
-               WHERE (s._org, s.%3$I, s._window_start) IN
-                     (SELECT DISTINCT ON (p._org, p.%3$I) p._org, p.%3$I, p._window_start FROM %1$I.posts p
-                       ORDER BY p._org, p.%3$I, p._window_start DESC)',
+               WHERE NOT EXISTS (SELECT 1 FROM %1$I.posts later
+                                  WHERE later._org = s._org AND later.%3$I = s.%3$I
+                                    AND later._window_start > s._window_start)',
            target_schema, options, post_id)];
   names text[] := ARRAY['posts_latest', 'post_custom_segments_latest'];
 BEGIN
