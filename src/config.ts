@@ -117,10 +117,15 @@ export interface RunConfig {
   readonly metricsFile?: string;
   /** The Prometheus Pushgateway the end of a run pushes the same metrics to; absent: none. */
   readonly pushgateway?: PushgatewayConfig;
+  /** Where a run sends its OpenLineage START and COMPLETE/FAIL/ABORT events; absent: nowhere. */
+  readonly openLineage?: OpenLineageConfig;
 }
 
-/** A Prometheus Pushgateway, reached by HTTP(S) directly or through the proxy the environment names for it. */
-export interface PushgatewayConfig {
+/**
+ * An HTTP endpoint a run reports to (a Prometheus Pushgateway, an OpenLineage endpoint), reached directly or through
+ * the proxy the environment names for its host.
+ */
+export interface EndpointConfig {
   /** Its root URL (`http://host:9091`, or under a path), without user information. */
   readonly url: URL;
   /** `Basic …` of the user and password of the URL given, sent as Authorization; absent without them. */
@@ -128,6 +133,14 @@ export interface PushgatewayConfig {
   /** The password of the URL given (as written and decoded), kept out of every log line. */
   readonly passwords: readonly Secret[];
   readonly proxy?: ProxyConfig;
+}
+
+export type PushgatewayConfig = EndpointConfig;
+
+/** An OpenLineage endpoint (Marquez's, or any that takes run events): events are POSTed to `<url>/api/v1/lineage`. */
+export interface OpenLineageConfig extends EndpointConfig {
+  /** The namespace of the run's job. */
+  readonly namespace: string;
 }
 
 export interface LogConfig {
@@ -320,6 +333,20 @@ export const SETTINGS = {
     placeholder: '<url>',
     description:
       'Prometheus Pushgateway the end of every run pushes the same metrics to (http://host:9091; user:password@ sent as Basic auth)',
+  },
+  openLineageUrl: {
+    env: 'POST_REPORTS_OPENLINEAGE_URL',
+    flag: '--openlineage-url',
+    placeholder: '<url>',
+    description:
+      'OpenLineage endpoint (Marquez: http://host:5000) every run sends START and COMPLETE/FAIL/ABORT events to, at <url>/api/v1/lineage',
+  },
+  openLineageNamespace: {
+    env: 'POST_REPORTS_OPENLINEAGE_NAMESPACE',
+    flag: '--openlineage-namespace',
+    placeholder: '<name>',
+    default: 'post_reports_etl',
+    description: "Namespace of the runs' OpenLineage job",
   },
   schema: {
     env: 'POST_REPORTS_SCHEMA',
@@ -564,6 +591,7 @@ const URL_VARIABLES = [
   'http_proxy',
   'HTTP_PROXY',
   'POST_REPORTS_PUSHGATEWAY_URL',
+  'POST_REPORTS_OPENLINEAGE_URL',
 ] as const;
 
 /**
@@ -1421,7 +1449,8 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
   if (metricsFile !== undefined && (metricsFile === '' || metricsFile.endsWith('/'))) {
     problems.add(`${where('metricsFile')} must be the path of a file, got ${JSON.stringify(metricsFile)}`);
   }
-  const pushgateway = pushgatewayConfig(env, flags, problems);
+  const pushgateway = endpointConfig('pushgatewayUrl', 'http://pushgateway:9091', env, flags, problems);
+  const lineage = endpointConfig('openLineageUrl', 'http://marquez:5000', env, flags, problems);
   return {
     windowDays: integer('windowDays', env, flags, problems, 1, 366),
     concurrency: integer('concurrency', env, flags, problems, 1, 64),
@@ -1437,29 +1466,38 @@ function runConfig(env: RawSettings, flags: Flags, problems: Problems): RunConfi
     ...(clockStart === undefined ? {} : { clockStart }),
     ...(metricsFile === undefined || metricsFile === '' ? {} : { metricsFile }),
     ...(pushgateway === undefined ? {} : { pushgateway }),
+    ...(lineage === undefined
+      ? {}
+      : {
+          openLineage: {
+            ...lineage,
+            namespace: raw('openLineageNamespace', env, flags) ?? SETTINGS.openLineageNamespace.default,
+          },
+        }),
   };
 }
 
 /**
- * The Pushgateway of POST_REPORTS_PUSHGATEWAY_URL: an http(s) URL without query or fragment, its user information
- * taken out as the Authorization it stands for (so that the URL itself can be named anywhere), reached through the
- * proxy the environment names for its host (NO_PROXY honoured) whatever POST_REPORTS_API_PROXY says of the API.
+ * An HTTP endpoint a run reports to (the Pushgateway, OpenLineage): an http(s) URL without query or fragment, its user
+ * information taken out as the Authorization it stands for (so that the URL itself can be named anywhere), reached
+ * through the proxy the environment names for its host (NO_PROXY honoured) whatever POST_REPORTS_API_PROXY says of
+ * the API.
  */
-function pushgatewayConfig(
+function endpointConfig(
+  name: 'pushgatewayUrl' | 'openLineageUrl',
+  example: string,
   env: RawSettings,
   flags: Flags,
   problems: Problems,
-): PushgatewayConfig | undefined {
-  const text = raw('pushgatewayUrl', env, flags);
+): EndpointConfig | undefined {
+  const text = raw(name, env, flags);
   if (text === undefined) return undefined;
   let url: URL;
   try {
     url = new URL(text);
   } catch {
     // Not quoted: a URL that does not parse may hold a password anywhere in it.
-    problems.add(
-      `${where('pushgatewayUrl')} is not a URL: give the Pushgateway's root, e.g. http://pushgateway:9091`,
-    );
+    problems.add(`${where(name)} is not a URL: give its root, e.g. ${example}`);
     return undefined;
   }
   const bad =
@@ -1474,15 +1512,13 @@ function pushgatewayConfig(
     user = decodeURIComponent(url.username);
     password = decodeURIComponent(url.password);
   } catch {
-    problems.add(`${where('pushgatewayUrl')} has a user or password that is not valid percent-encoding`);
+    problems.add(`${where(name)} has a user or password that is not valid percent-encoding`);
     return undefined;
   }
   url.username = '';
   url.password = '';
   if (bad !== undefined) {
-    problems.add(
-      `${where('pushgatewayUrl')} ${bad} (${url.origin}): give the Pushgateway's root, e.g. http://pushgateway:9091`,
-    );
+    problems.add(`${where(name)} ${bad} (${url.origin}): give its root, e.g. ${example}`);
     return undefined;
   }
   const proxy = proxyFor(url, env, flags, problems, false);

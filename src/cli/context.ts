@@ -76,6 +76,9 @@ export function commandContext(
     ...(config.run.pushgateway?.passwords ?? []).map((password) => password.reveal()),
     config.run.pushgateway?.authorization?.reveal() ?? '',
     config.run.pushgateway?.proxy?.authorization?.reveal() ?? '',
+    ...(config.run.openLineage?.passwords ?? []).map((password) => password.reveal()),
+    config.run.openLineage?.authorization?.reveal() ?? '',
+    config.run.openLineage?.proxy?.authorization?.reveal() ?? '',
   ].filter((secret) => secret !== '');
   const pretty =
     config.log.format === 'pretty' || (config.log.format === 'auto' && process.stderr.isTTY === true);

@@ -68,6 +68,8 @@ export const RUN_FLAGS: readonly SettingName[] = [
   'excludeFields',
   'metricsFile',
   'pushgatewayUrl',
+  'openLineageUrl',
+  'openLineageNamespace',
 ];
 /** Every command that reads settings: the configuration file, and the log level. */
 export const COMMON_FLAGS: readonly SettingName[] = ['configFile', 'logLevel', 'noColor'];

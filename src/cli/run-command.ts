@@ -1,4 +1,10 @@
-import { type Flags, type PushgatewayConfig, type RawSettings, SETTINGS } from '../config.js';
+import {
+  type Flags,
+  type OpenLineageConfig,
+  type PushgatewayConfig,
+  type RawSettings,
+  SETTINGS,
+} from '../config.js';
 import { ConfigError } from '../errors.js';
 import { databaseWhere } from '../load/connection-error.js';
 import { backfill, backfillRange } from '../pipeline/backfill.js';
@@ -8,6 +14,7 @@ import { sync } from '../pipeline/sync.js';
 import { terminalSafe } from '../secret.js';
 import { type CommandContext, commandContext } from './context.js';
 import { type MetricsRun, type MetricsTarget, writeMetricsFile, writeMetricsFileOf } from './metrics-file.js';
+import type { LineageEnd, LineageRun } from './openlineage.js';
 import { createProgressReporter, type ProgressReporter } from './progress-reporter.js';
 import {
   classify,
@@ -81,6 +88,8 @@ export async function runWithProgress(
   const printJson =
     print && (options.json === true || (io.stdout as Partial<NodeJS.WriteStream>).isTTY !== true);
   let target: RunTarget | undefined;
+  // Known once the settings are read: the run's lineage, whose START went out and whose end must follow.
+  let lineage: { readonly config: OpenLineageConfig; readonly run: LineageRun } | undefined;
   try {
     const settings: Flags = quiet && flags.logLevel === undefined ? { ...flags, logLevel: 'warn' } : flags;
     const context = commandContext(settings, { api: true, db: true }, signal, {
@@ -105,6 +114,12 @@ export async function runWithProgress(
       };
     }
     const { config } = context;
+    if (config.run.openLineage !== undefined) {
+      const { lineageRun } = await import('./openlineage.js');
+      const run = lineageRun(command, config.db.schema, config.db.organization, config.db.url.reveal());
+      lineage = { config: config.run.openLineage, run };
+      await sendLineage(io, lineage, undefined, scrub);
+    }
     target = {
       database: databaseWhere(config.db.url.reveal()),
       schema: config.db.schema,
@@ -143,6 +158,18 @@ export async function runWithProgress(
     if (print && tty && context.pretty && !quiet) io.stderr.write(`${closingSentence(summary, target)}\n`);
     if (printJson) printSummary(io, { ...summary, ...target }, scrub);
     await writeMetrics(io, metrics, summary, scrub);
+    await sendLineage(
+      io,
+      lineage,
+      {
+        type: summary.exitCode === 0 ? 'COMPLETE' : signal.aborted ? 'ABORT' : 'FAIL',
+        rows: summary.posts,
+        ...(summary.error === undefined
+          ? {}
+          : { error: scrub(`${summary.error.code}: ${summary.error.message}`) }),
+      },
+      scrub,
+    );
     return { exitCode: summary.exitCode, summary };
   } catch (error) {
     progress.stop();
@@ -152,6 +179,8 @@ export async function runWithProgress(
     if (printJson) printSummary(io, { ...failureSummary(command, cause, started, error), ...target }, scrub);
     const { exitCode } = classify(cause);
     await writeMetrics(io, metrics, { command, exitCode, durationMs: Date.now() - started }, scrub);
+    const message = error instanceof Error ? error.message : String(error);
+    await sendLineage(io, lineage, { type: signal.aborted ? 'ABORT' : 'FAIL', error: scrub(message) }, scrub);
     return { exitCode };
   }
 }
@@ -184,6 +213,19 @@ async function runEveryOrganization(
     { ...where, organizations: ids },
     `loading ${plural(ids.length, 'organization')} into schema ${where.schema} of ${where.database}`,
   );
+  // Each organization is a run of its own for OpenLineage, as a run of it alone would be.
+  const lineages: { readonly config: OpenLineageConfig; readonly run: LineageRun }[] = [];
+  if (config.run.openLineage !== undefined) {
+    const { lineageRun } = await import('./openlineage.js');
+    for (const id of ids) {
+      const lineage = {
+        config: config.run.openLineage,
+        run: lineageRun(command, config.db.schema, id, config.db.url.reveal()),
+      };
+      lineages.push(lineage);
+      await sendLineage(io, lineage, undefined, context.scrub);
+    }
+  }
   const run: OrganizationRun =
     command === 'backfill'
       ? (each) =>
@@ -254,7 +296,41 @@ async function runEveryOrganization(
       );
     }
   }
+  for (const s of summary.organizations) {
+    await sendLineage(
+      io,
+      lineages.find((l) => l.run.organization === s.organization),
+      {
+        type: s.exitCode === 0 ? 'COMPLETE' : context.signal.aborted ? 'ABORT' : 'FAIL',
+        rows: s.posts,
+        ...(s.error === undefined ? {} : { error: context.scrub(`${s.error.code}: ${s.error.message}`) }),
+      },
+      context.scrub,
+    );
+  }
   return { exitCode: summary.exitCode };
+}
+
+/**
+ * Sends the run's START (no `end`) or its last event when it has an OpenLineage endpoint; one the endpoint does not
+ * take is a warning, not the run's failure.
+ */
+async function sendLineage(
+  io: Io,
+  lineage: { readonly config: OpenLineageConfig; readonly run: LineageRun } | undefined,
+  end: LineageEnd | undefined,
+  scrub: (text: string) => string,
+): Promise<void> {
+  if (lineage === undefined) return;
+  const { sendLineageEvent } = await import('./openlineage.js');
+  try {
+    await sendLineageEvent(lineage.config, lineage.run, new Date(), end);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    io.stderr.write(
+      `post-reports-etl: warning: cannot send the ${end?.type ?? 'START'} event to the OpenLineage endpoint ${lineage.config.url.origin}: ${terminalSafe(scrub(reason))}\n`,
+    );
+  }
 }
 
 /** Where a run's metrics go: a file, a Pushgateway, or both. */

@@ -16,12 +16,12 @@ import { cliEnv } from '../../helpers/e2e-env.js';
 import { startForwardProxy } from '../../helpers/forward-proxy.js';
 import { freePort } from '../../helpers/free-port.js';
 import { type MetricFamily, parsePrometheusText } from '../../helpers/prometheus-text.js';
-import { type PushgatewayServer, startPushgatewayServer } from '../../helpers/pushgateway-server.js';
+import { type RecordingServer, startRecordingServer } from '../../helpers/recording-server.js';
 import { summaryOf } from '../../helpers/summary.js';
 
 const db = await createTestDatabase();
 let sim: RunningSimulator;
-let gateway: PushgatewayServer;
+let gateway: RecordingServer;
 let dir: string;
 
 const PASSWORD = 'pg-s3cret/word';
@@ -29,7 +29,7 @@ const RANGE = ['--from', '2026-03-02', '--to', '2026-03-22', '--window-days', '7
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 47, postsPerDay: 20 });
-  gateway = await startPushgatewayServer();
+  gateway = await startRecordingServer();
   dir = await mkdtemp(join(tmpdir(), 'pushgateway-'));
 });
 afterAll(async () => {

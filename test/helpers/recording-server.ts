@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
 
-/** One push as the stand-in Pushgateway received it. */
+/** One request as the stand-in endpoint received it. */
 export interface Push {
   readonly method: string;
   /** The request's path, as sent. */
@@ -12,19 +12,20 @@ export interface Push {
 }
 
 /**
- * A stand-in for a Prometheus Pushgateway: a real HTTP server on a loopback port that records each push (any method,
- * any path) and answers it as told (200 with an empty body by default, as the Pushgateway answers a push).
+ * A stand-in for an endpoint a run reports to (a Prometheus Pushgateway, an OpenLineage endpoint): a real HTTP server
+ * on a loopback port that records each request (any method, any path) and answers it as told (200 with an empty body
+ * by default, as both answer what they take).
  */
-export interface PushgatewayServer {
+export interface RecordingServer {
   /** `http://127.0.0.1:PORT`. */
   readonly url: string;
   readonly pushes: Push[];
-  /** The next pushes are answered `status` with `body`. */
+  /** The next requests are answered `status` with `body`. */
   answerWith(status: number, body?: string): void;
   close(): Promise<void>;
 }
 
-export async function startPushgatewayServer(): Promise<PushgatewayServer> {
+export async function startRecordingServer(): Promise<RecordingServer> {
   const pushes: Push[] = [];
   let answer = { status: 200, body: '' };
   const sockets = new Set<Socket>();
