@@ -21,6 +21,13 @@ export const SEGMENTS_LATEST = 'post_custom_segments_latest';
 export const LATEST_VIEWS: readonly string[] = [POSTS_LATEST, SEGMENTS_LATEST];
 export const REFRESH_FUNCTION = 'post_reports_refresh_latest_views';
 export const DROP_FUNCTION = 'post_reports_drop_latest_view';
+/** Every function of migration 012: the two above call the other two, all as the connector's role. */
+export const LATEST_VIEW_FUNCTIONS: readonly string[] = [
+  REFRESH_FUNCTION,
+  DROP_FUNCTION,
+  'post_reports_keep_view_privileges',
+  'post_reports_restore_view_privileges',
+];
 
 /**
  * $1 the schema's name: drops posts_latest before a column of posts is retyped or dropped (post_custom_segments_latest

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { LATEST_VIEWS } from './latest-views.js';
+import { LATEST_VIEW_FUNCTIONS, LATEST_VIEWS } from './latest-views.js';
 
 type Queryable = Pick<pg.ClientBase, 'query'>;
 
@@ -36,6 +36,8 @@ export interface ServerFacts {
    * not alter or drop.
    */
   readonly foreignTables: readonly ForeignTable[];
+  /** The connector's functions of the schema (`name(arguments)`) the role may not execute. */
+  readonly unexecutable: readonly string[];
 }
 
 const FOREIGN_TABLES_SHOWN = 3;
@@ -63,6 +65,13 @@ SELECT c.relname AS table, pg_get_userbyid(c.relowner) AS owner,
  ORDER BY c.relname
  LIMIT ${FOREIGN_TABLES_SHOWN + 1}`;
 
+// The latest views are made by functions a run calls whenever posts' columns change (src/load/latest-views.ts).
+const UNEXECUTABLE = `
+SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = $1 AND p.proname = ANY($2::text[]) AND NOT has_function_privilege(p.oid, 'EXECUTE')
+ ORDER BY 1`;
+
 interface FactsRow {
   version_num: number;
   version: string;
@@ -82,6 +91,11 @@ export async function readServerFacts(db: Queryable, schema: string): Promise<Se
   const foreign = row.schema_exists
     ? (await db.query<ForeignTable>(FOREIGN_TABLES, [schema, LATEST_VIEWS])).rows
     : [];
+  const unexecutable = row.schema_exists
+    ? (await db.query<{ name: string }>(UNEXECUTABLE, [schema, LATEST_VIEW_FUNCTIONS])).rows.map(
+        (r) => r.name,
+      )
+    : [];
   return {
     versionNum: row.version_num,
     version: row.version,
@@ -92,6 +106,7 @@ export async function readServerFacts(db: Queryable, schema: string): Promise<Se
     schemaUsage: row.schema_usage,
     schemaCreate: row.schema_create,
     foreignTables: foreign,
+    unexecutable,
   };
 }
 

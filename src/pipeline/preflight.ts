@@ -85,6 +85,12 @@ export function checkPrivileges(facts: ServerFacts, schema: string): void {
       `role ${role} does not own ${first.kind} ${target}.${quote(first.table)}${more}, owned by ${quote(first.owner)}: the connector alters, attaches and drops its tables and makes its views again, which needs their owner's privileges: ALTER ${first.kind.toUpperCase()} ${target}.${quote(first.table)} OWNER TO ${role}, or GRANT ${quote(first.owner)} TO ${role}`,
     );
   }
+  const [unexecutable] = facts.unexecutable;
+  if (unexecutable !== undefined) {
+    throw missing(
+      `role ${role} may not execute function ${target}.${unexecutable} (of the latest views, called whenever posts' columns change): GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${target} TO ${role}`,
+    );
+  }
 }
 
 function missing(message: string): StoreError {

@@ -126,8 +126,18 @@ describe('preflight: checked before any report is created and anything is writte
       'ALTER VIEW',
     ]);
     expect(creations()).toBe(before);
-    // Given the views too, the same role loads.
+    // Given the views, but not the right to execute the functions that make them (a database whose functions are
+    // not executable by PUBLIC): refused, naming one.
     await owned('v');
+    await db.pool.query('REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA foreign_tables FROM PUBLIC');
+    const functions = await runCli(backfill, cliEnv(sim, roleUrl, { POST_REPORTS_SCHEMA: 'foreign_tables' }));
+    refusedWith(functions, 'DB_PRIVILEGE_MISSING', [
+      `role "${ROLE}" may not execute function "foreign_tables".post_reports_`,
+      'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA',
+    ]);
+    expect(creations()).toBe(before);
+    // Given those too, the same role loads.
+    await db.pool.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA foreign_tables TO ${ROLE}`);
     const loaded = await runCli(backfill, cliEnv(sim, roleUrl, { POST_REPORTS_SCHEMA: 'foreign_tables' }));
     expect(loaded.code, loaded.stderr).toBe(0);
   });

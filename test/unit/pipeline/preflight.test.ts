@@ -23,6 +23,7 @@ const FACTS: ServerFacts = {
   schemaUsage: true,
   schemaCreate: true,
   foreignTables: [],
+  unexecutable: [],
 };
 
 describe('preflight: server version', () => {
@@ -78,5 +79,16 @@ describe('preflight: privileges', () => {
     );
     expect(view.message).toContain('role "etl" does not own view "s"."posts_latest", owned by "admin"');
     expect(view.message).toContain('ALTER VIEW "s"."posts_latest" OWNER TO "etl"');
+    // The functions that make them again: the role must be able to execute them.
+    const execute = thrown(() =>
+      checkPrivileges(
+        { ...FACTS, unexecutable: ['post_reports_refresh_latest_views(target_schema text, post_id text)'] },
+        's',
+      ),
+    );
+    expect(execute.message).toContain(
+      'role "etl" may not execute function "s".post_reports_refresh_latest_views(target_schema text, post_id text)',
+    );
+    expect(execute.message).toContain('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA "s" TO "etl"');
   });
 });
