@@ -6,9 +6,12 @@
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
+import { renameOrganization } from '../../../src/load/organization-rename.js';
 import { applyFieldSelection } from '../../../src/load/stored-fields.js';
+import { resetTarget, writeTarget } from '../../../src/load/window-state.js';
 import { ExactNumber } from '../../../src/model/post-record.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post } from './load-fixtures.js';
@@ -110,6 +113,32 @@ describe('posts_latest and post_custom_segments_latest', () => {
          FROM latest_orgs.posts_latest ORDER BY 1`,
     );
     expect(rows.map((r) => r.row)).toEqual(['acme:1:1:-', 'acme:2:3:acme only', 'globex:1:101:-']);
+  });
+
+  it("stand through an organization's rename and reset, which move and drop its partitions", async () => {
+    const acme = await loaded('latest_moves', 'acme');
+    const globex = await loaded('latest_moves', 'globex');
+    await writeTarget(db.pool, { schema: 'latest_moves', org: 'acme' }, 'platform_post_id', {});
+    await writeTarget(db.pool, { schema: 'latest_moves', org: 'globex' }, 'platform_post_id', {});
+    await load(acme, W1, 'a1', [[post(1, { spend: 1 }, [{ name: 'Region', value: 'North' }])]]);
+    await load(acme, W2, 'a2', [[post(1, { spend: 2 }, [{ name: 'Region', value: 'South' }])]]);
+    await load(globex, W1, 'g1', [[post(1, { spend: 9 }, [{ name: 'Region', value: 'East' }])]]);
+    await withTransaction(db.pool, undefined, (client) =>
+      renameOrganization(client, { schema: 'latest_moves', org: 'acme' }, 'acme2'),
+    );
+    await expectAsReadme('latest_moves');
+    const orgs = async (): Promise<string[]> =>
+      (
+        await db.pool.query<{ row: string }>(
+          `SELECT _org || ':' || spend AS row FROM latest_moves.posts_latest ORDER BY 1`,
+        )
+      ).rows.map((r) => r.row);
+    expect(await orgs()).toEqual(['acme2:2', 'globex:9']);
+    await withTransaction(db.pool, undefined, (client) =>
+      resetTarget(client, { schema: 'latest_moves', org: 'globex' }, 'platform_post_id', {}),
+    );
+    await expectAsReadme('latest_moves');
+    expect(await orgs()).toEqual(['acme2:2']);
   });
 
   it('follow posts as the loader adds a column and widens one, in the same transaction', async () => {
