@@ -123,9 +123,7 @@ describe('posts_latest and post_custom_segments_latest', () => {
     await load(acme, W1, 'a1', [[post(1, { spend: 1 }, [{ name: 'Region', value: 'North' }])]]);
     await load(acme, W2, 'a2', [[post(1, { spend: 2 }, [{ name: 'Region', value: 'South' }])]]);
     await load(globex, W1, 'g1', [[post(1, { spend: 9 }, [{ name: 'Region', value: 'East' }])]]);
-    await withTransaction(db.pool, undefined, (client) =>
-      renameOrganization(client, { schema: 'latest_moves', org: 'acme' }, 'acme2'),
-    );
+    await renameOrganization(db.pool, { schema: 'latest_moves', org: 'acme' }, 'acme2', { waitMs: 60_000 });
     await expectAsReadme('latest_moves');
     const orgs = async (): Promise<string[]> =>
       (
