@@ -5,7 +5,7 @@
  * Pushgateway that refuses or cannot be reached is a warning, and the run's exit code is its own; the proxy the
  * environment names for the Pushgateway's host carries the push.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -167,6 +167,59 @@ describe('--pushgateway-url (the built CLI)', () => {
       expect(run.stderr).not.toContain('proxy-pass');
     } finally {
       await proxy.close();
+    }
+  });
+
+  it('pushes each organization of an organizations file to a group of its own, and sends each its lineage', async () => {
+    const api = await startSimulator({
+      seed: 48,
+      organizations: [
+        { token: 'token-acme', seed: 3, postsPerDay: 10 },
+        { token: 'token-globex', seed: 4, postsPerDay: 10 },
+      ],
+    });
+    try {
+      const file = join(dir, 'organizations.json');
+      await writeFile(
+        file,
+        JSON.stringify({
+          acme: { POST_REPORTS_BASE_URL: api.baseUrl, POST_REPORTS_TOKEN: 'token-acme' },
+          globex: { POST_REPORTS_BASE_URL: api.baseUrl, POST_REPORTS_TOKEN: 'token-globex' },
+        }),
+        { mode: 0o600 },
+      );
+      const before = gateway.pushes.length;
+      const run = await runCli(
+        ['backfill', ...RANGE, '--organizations', file],
+        cliEnv(api, db.url, {
+          POST_REPORTS_TOKEN: 'token-acme',
+          POST_REPORTS_SCHEMA: 'pushed_orgs',
+          POST_REPORTS_PUSHGATEWAY_URL: gatewayUrl(),
+          POST_REPORTS_OPENLINEAGE_URL: gateway.url,
+        }),
+      );
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      const requests = gateway.pushes.slice(before);
+      const pushes = requests.filter((p) => p.path.startsWith('/metrics/'));
+      expect(pushes.map((p) => `${p.method} ${p.path}`).sort()).toEqual([
+        'PUT /metrics/job/post_reports_etl/schema/pushed_orgs/organization/acme',
+        'PUT /metrics/job/post_reports_etl/schema/pushed_orgs/organization/globex',
+      ]);
+      for (const push of pushes) {
+        const families = parsePrometheusText(push.body);
+        expect(names(families)).toContain('post_reports_last_run_rows');
+      }
+      const events = requests
+        .filter((p) => p.path === '/api/v1/lineage')
+        .map((p) => JSON.parse(p.body) as { eventType: string; job: { name: string } });
+      expect(events.map((e) => `${e.eventType} ${e.job.name}`).sort()).toEqual([
+        'COMPLETE backfill.pushed_orgs.acme',
+        'COMPLETE backfill.pushed_orgs.globex',
+        'START backfill.pushed_orgs.acme',
+        'START backfill.pushed_orgs.globex',
+      ]);
+    } finally {
+      await api.close();
     }
   });
 
