@@ -37,6 +37,11 @@ export interface DecodedPage {
   readonly status: string | undefined;
   readonly nextPage: string | null;
   readonly posts: PageTape;
+  /**
+   * How many of its values the pass handed to the full parser (exact-json.ts) one by one: nested documents holding
+   * a key repeated within one of their objects. The rest of the page is the pass's own.
+   */
+  readonly valuesTheFullWay: number;
 }
 
 const MAX_POSTS = 1000;
@@ -192,6 +197,11 @@ class PageDecoder {
   readonly #strings = new JsonStringReader();
   /** See #irregular. */
   #oddities = 0;
+  /** Keys repeated within an object of a field's value, counted (and not refused) while #inField. */
+  #repeats = 0;
+  #inField = false;
+  /** Values handed to the full parser one by one (DecodedPage.valuesTheFullWay). */
+  #valuesTheFullWay = 0;
   /** Strings passed over within values that hold an escape JSON.stringify writes as it is (see #canonicalString). */
   #canonicalEscapes = 0;
   #spaces = 0;
@@ -251,7 +261,7 @@ class PageDecoder {
     }
     if (this.#skipWhitespace() !== this.#bytes.length) throw notTaken;
     if (posts === undefined || nextPage === undefined) throw notTaken;
-    return { status, nextPage, posts: this.#tape(posts) };
+    return { status, nextPage, posts: this.#tape(posts), valuesTheFullWay: this.#valuesTheFullWay };
   }
 
   #tape(posts: number): PageTape {
@@ -344,8 +354,10 @@ class PageDecoder {
       do {
         const key = this.#keyFrom(shape, from);
         from = this.#found;
-        // A key repeated within the record: the full way decides whether the repeat is harmless.
-        if (this.#seenIn[key.slot] === index + 1) throw notTaken;
+        if (this.#seenIn[key.slot] === index + 1) {
+          this.#repeatedField(key, index);
+          continue;
+        }
         this.#seenIn[key.slot] = index + 1;
         keys.push(key);
         switch (key.role) {
@@ -367,6 +379,63 @@ class PageDecoder {
     if (!id) throw notTaken;
     this.#reading = shape;
     this.#shape = keys;
+  }
+
+  /**
+   * A key the record holds already: the full way keeps its first value when the repeat is the same value (the same
+   * type and text, as lossless-json compares them), and refuses the page otherwise. A repeat this pass cannot tell
+   * equal (another spelling of a number, an object's keys in another order, an id, the segments) is the full way's.
+   */
+  #repeatedField(key: Key, post: number): void {
+    if (key.role !== 'field') throw notTaken;
+    const values = this.#values;
+    const mark = values.length;
+    const known = this.#fieldOf[key.slot]!;
+    const kinds = known >= 0 ? this.#kinds[known]! : 0;
+    this.#value(key, post);
+    const added = values.length > mark;
+    const field = this.#fieldOf[key.slot]!;
+    let earlier = -1;
+    if (field >= 0) {
+      const ints = values.done();
+      for (let v = this.#postValues[post]! * VALUE_STRIDE; v < mark; v += VALUE_STRIDE) {
+        if (ints[v] === field) {
+          earlier = v;
+          break;
+        }
+      }
+    }
+    if (!added && earlier < 0) return;
+    if (!added || earlier < 0 || !this.#sameValue(earlier, mark)) throw notTaken;
+    // The repeat leaves no trace: not on the tape, nor in its field's kinds.
+    values.length = mark;
+    this.#kinds[field] = kinds;
+  }
+
+  /** Whether the values at ints `a` and `b` of the tape read the same: the same class of value and text. */
+  #sameValue(a: number, b: number): boolean {
+    const ints = this.#values.done();
+    const ka = ints[a + 1]!;
+    const kb = ints[b + 1]!;
+    const group = (kind: number) =>
+      kind === TAPE_STRING || kind === TAPE_OWNED_STRING
+        ? 0
+        : kind === TAPE_JSON || kind === TAPE_OWNED_JSON || kind === TAPE_ESCAPED_JSON
+          ? 1
+          : kind === TAPE_TRUE || kind === TAPE_FALSE
+            ? kind
+            : 2;
+    if (group(ka) !== group(kb)) return false;
+    // A boolean's range is no text of its own.
+    if (ka === TAPE_TRUE || ka === TAPE_FALSE) return true;
+    return this.#text(ints, a) === this.#text(ints, b);
+  }
+
+  #text(ints: Int32Array, v: number): string {
+    const kind = ints[v + 1]!;
+    const start = ints[v + 2]!;
+    if (kind === TAPE_OWNED_STRING || kind === TAPE_OWNED_JSON) return this.#owned[start]!;
+    return this.#bytes.toString('utf8', start, ints[v + 3]!);
   }
 
   /**
@@ -541,19 +610,32 @@ class PageDecoder {
     else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       const before = this.#irregular();
       const escapes = this.#canonicalEscapes;
+      const repeats = this.#repeats;
+      this.#inField = true;
       this.#skipValue();
+      this.#inField = false;
+      const end = this.#i;
       this.#start = at;
-      this.#end = this.#i;
+      this.#end = end;
       // Written compactly, without escapes other than JSON.stringify's own, lone surrogates or keys V8 would put
       // first, a document is already what stringifyExactJson would write of it.
       if (this.#irregular() === before)
         kind = this.#canonicalEscapes === escapes ? TAPE_JSON : TAPE_ESCAPED_JSON;
       else {
         let json: string;
-        try {
-          json = stringifyExactJson(parseExactJson(bytes.toString('utf8', at, this.#i)));
-        } catch {
-          throw notTaken;
+        if (this.#repeats === repeats) {
+          // Read again, written as stringifyExactJson writes what parseExactJson makes of it.
+          this.#i = at;
+          json = this.#rewrite();
+          this.#i = end;
+        } else {
+          // A key repeats within one of its objects: lossless-json decides whether that is harmless.
+          try {
+            json = stringifyExactJson(parseExactJson(bytes.toString('utf8', at, end)));
+          } catch {
+            throw notTaken;
+          }
+          this.#valuesTheFullWay++;
         }
         kind = TAPE_OWNED_JSON;
         this.#start = this.#owned.length;
@@ -574,6 +656,65 @@ class PageDecoder {
     }
     this.#kinds[field]! |= 1 << kind;
     this.#values.push(field, kind, this.#start, this.#end);
+  }
+
+  /**
+   * The value at the cursor, already validated by #skipValue and holding no repeated key, as stringifyExactJson
+   * writes what parseExactJson reads of it: no whitespace, strings as JSON.stringify writes their decoded text,
+   * numbers as their tokens, an object's keys that are array indexes first, in numeric order (V8's order).
+   */
+  #rewrite(): string {
+    const bytes = this.#bytes;
+    const at = this.#skipWhitespace();
+    const c = bytes[at]!;
+    if (c === QUOTE) {
+      const end = this.#canonicalString(at);
+      if (end >= 0) {
+        this.#i = end + 1;
+        return bytes.toString('utf8', at, end + 1);
+      }
+      return JSON.stringify(this.#string());
+    }
+    if (c === OPEN_BRACKET) {
+      this.#i = at + 1;
+      if (this.#closes(CLOSE_BRACKET)) return '[]';
+      let out = `[${this.#rewrite()}`;
+      while (this.#next(CLOSE_BRACKET)) out += `,${this.#rewrite()}`;
+      return `${out}]`;
+    }
+    if (c === OPEN_BRACE) {
+      this.#i = at + 1;
+      if (this.#closes(CLOSE_BRACE)) return '{}';
+      const names: string[] = [];
+      const members: string[] = [];
+      let indexes = false;
+      do {
+        const name = this.#key().name;
+        if (!indexes && isArrayIndex(name)) indexes = true;
+        names.push(name);
+        members.push(`${JSON.stringify(name)}:${this.#rewrite()}`);
+      } while (this.#next(CLOSE_BRACE));
+      if (indexes) {
+        const order = names.map((_, k) => k);
+        const index = names.map((name) => (isArrayIndex(name) ? Number(name) : -1));
+        order.sort((a, b) => {
+          const x = index[a]!;
+          const y = index[b]!;
+          if (x >= 0 || y >= 0) return x < 0 ? 1 : y < 0 ? -1 : x - y;
+          return a - b;
+        });
+        return `{${order.map((k) => members[k]).join(',')}}`;
+      }
+      return `{${members.join(',')}}`;
+    }
+    if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      this.#number();
+      return bytes.toString('latin1', this.#start, this.#end);
+    }
+    if (this.#literal('true')) return 'true';
+    if (this.#literal('false')) return 'false';
+    if (this.#literal('null')) return 'null';
+    throw notTaken;
   }
 
   /**
@@ -690,7 +831,13 @@ class PageDecoder {
   /** A key of an object being passed over, once. */
   #memberKey(keys: ReusedList<number>): void {
     const key = this.#key();
-    if (keys.length === MAX_MEMBERS || keys.includes(key.slot)) throw notTaken;
+    if (keys.length === MAX_MEMBERS) throw notTaken;
+    if (keys.includes(key.slot)) {
+      // Within a field's value, the value alone goes the full way (#value); elsewhere the page.
+      if (!this.#inField) throw notTaken;
+      this.#repeats++;
+      this.#oddities++;
+    }
     keys.push(key.slot);
     if (key.odd) this.#oddities++;
   }

@@ -286,3 +286,31 @@ export const documentedPage = (idField: string): fc.Arbitrary<Tree> =>
         ],
       }),
     );
+
+/**
+ * The value with some of its objects repeating a key with the value it had (written again, and so maybe spelled
+ * with other escapes): a repeat a service may send, which the full way reads as the key once. `picks` chooses, object
+ * by object, which ones repeat which key and where the repeat goes. Only fields and keys within values repeat: not
+ * the page's own keys, a post's id or segments, nor a segment's name or value.
+ */
+const KEPT_ONCE = new Set(['platform_post_id', 'custom_segments', 'name', 'value', 'next_page']);
+
+export function withRepeats(value: Tree, picks: readonly number[], top = true): Tree {
+  let n = 0;
+  const walk = (node: Tree, isTop: boolean): Tree => {
+    if (node === null || typeof node !== 'object') return node;
+    if (Array.isArray(node)) return node.map((v) => walk(v, false));
+    if ('number' in node) return node;
+    const object = node as { readonly entries: readonly (readonly [string, Tree])[] };
+    const entries: (readonly [string, Tree])[] = object.entries.map(([k, v]) => [k, walk(v, false)] as const);
+    const pick = picks[n++ % picks.length]!;
+    const segment = entries.some(([name]) => name === 'name') && entries.some(([name]) => name === 'value');
+    const candidates = segment ? [] : entries.filter(([name]) => !KEPT_ONCE.has(name));
+    if (!isTop && candidates.length > 0 && pick % 3 !== 0) {
+      const repeated = candidates[pick % candidates.length]!;
+      entries.splice((pick >> 2) % (entries.length + 1), 0, repeated);
+    }
+    return { entries };
+  };
+  return walk(value, top);
+}

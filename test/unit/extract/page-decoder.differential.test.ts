@@ -34,7 +34,7 @@ import {
   JsonDocument,
   type MappedPost,
 } from '../../../src/model/post-record.js';
-import { documentedPage, page, style, tree, write } from '../../helpers/json-text.js';
+import { documentedPage, page, style, tree, withRepeats, write } from '../../helpers/json-text.js';
 
 /*
  * The one-pass page decoder against the full way (parseExactJson, toReportPage, mapRecords): a page the decoder
@@ -188,10 +188,36 @@ function columnSets(fields: readonly string[], planned: PagePlan | string, seed:
   return sets;
 }
 
+/**
+ * Pages each way took, and the values of the pages taken that the decoder handed to the full parser one by one: the
+ * decoder declining every page would make the comparison an empty one.
+ */
+interface Tally {
+  fast: number;
+  full: number;
+  values: number;
+  valuesTheFullWay: number;
+}
+
+const newTally = (): Tally => ({ fast: 0, full: 0, values: 0, valuesTheFullWay: 0 });
+
 /** Checks a page the decoder takes against the full way; returns whether it took it. */
-async function agrees(body: string | Received, mapping: PostMapping, seed = 0): Promise<boolean> {
+async function agrees(
+  body: string | Received,
+  mapping: PostMapping,
+  seed = 0,
+  tally?: Tally,
+): Promise<boolean> {
   const { text, utf8 } = typeof body === 'string' ? received(Buffer.from(body, 'utf8')) : body;
   const decoded = await decodePage(utf8, { ...mapping, page: 1 });
+  if (tally !== undefined) {
+    if (decoded === null) tally.full++;
+    else {
+      tally.fast++;
+      tally.values += decoded.posts.values.length / VALUE_STRIDE;
+      tally.valuesTheFullWay += decoded.valuesTheFullWay;
+    }
+  }
   if (decoded === null) return false;
   const full = fullWay(text, mapping);
   expect(full, `the decoder took a page the full way refuses: ${JSON.stringify(text)}`).not.toBeNull();
@@ -248,11 +274,9 @@ describe('decodePage against the full way (differential)', () => {
   });
 
   it('reads any page it takes as the full way does: random, hostile, cut short or changed', async () => {
-    // Pages each way took: the decoder declining every page would make the comparison an empty one.
-    const tally = { fast: 0, full: 0 };
+    const tally = newTally();
     const count = async (body: string | Received, mapping: PostMapping, at: number) => {
-      if (await agrees(body, mapping, at)) tally.fast++;
-      else tally.full++;
+      await agrees(body, mapping, at, tally);
     };
     await fc.assert(
       fc.asyncProperty(
@@ -285,6 +309,40 @@ describe('decodePage against the full way (differential)', () => {
     // Most of these pages are cut or changed, which the fast decoder declines; it still takes a real share.
     expect(tally.fast, JSON.stringify(tally)).toBeGreaterThan((tally.fast + tally.full) / 10);
     expect(tally.full, JSON.stringify(tally)).toBeGreaterThan(0);
+  });
+
+  it('takes pages whose records or nested values repeat a key with the same value, and reads them as the full way does', async () => {
+    // A key written twice with one value is no reason to read the whole page the slow way: the full way keeps it
+    // once. A nested value with such a repeat is the one value read the full way, not its page.
+    const tally = newTally();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(documentedPage('platform_post_id'), page),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
+        selection,
+        style,
+        fc.nat(),
+        async (value, picks, dropped, how, at) => {
+          const text = sendable(write(withRepeats(value, picks), how));
+          await agrees(text, mappingOf('platform_post_id', dropped), at, tally);
+        },
+      ),
+      { numRuns: 800 },
+    );
+    expect(tally.fast, JSON.stringify(tally)).toBeGreaterThan((tally.fast + tally.full) / 2);
+    expect(tally.valuesTheFullWay, JSON.stringify(tally)).toBeGreaterThan(0);
+    // Only the values with a repeat inside go the full way.
+    expect(tally.valuesTheFullWay, JSON.stringify(tally)).toBeLessThan(tally.values / 4);
+    const mapping = mappingOf('id', undefined);
+    for (const records of [
+      '{"id":1,"a":1,"a":1}',
+      '{"id":1,"a":"x","\\u0061":"\\u0078","b":null,"b":null}',
+      '{"id":1,"a":1.50,"b":2,"a":1.50,"d":{"k":[1,{"k":2}]},"d":{"k":[1,{"k":2}]}}',
+      '{"id":1,"d":{"k":1,"k":1,"j":"\\u00e9"}},{"id":2,"d":{ "k" : [ 1 ] }}',
+    ]) {
+      const text = `{"status":"DONE","data":[${records}],"response_metadata":[{"next_page":null}]}`;
+      expect(await agrees(text, mapping), text).toBe(true);
+    }
   });
 
   it('reads pages in UTF-8 of every length, bytes that are not UTF-8 and other charsets as the full way reads their text', async () => {
@@ -443,8 +501,11 @@ describe('decodePage against the full way (differential)', () => {
     const pageOf = (records: string, status = '"DONE"') =>
       `{"status":${status},"data":[${records}],"response_metadata":[{"next_page":null}]}`;
     for (const text of [
-      pageOf('{"id":1,"a":1,"a":1}'),
       pageOf('{"id":1,"a":1,"\\u0061":2}'),
+      pageOf('{"id":1,"a":1,"a":1.0}'),
+      pageOf('{"id":1,"a":null,"a":1}'),
+      pageOf('{"id":1,"id":1}'),
+      pageOf('{"id":1,"d":{"k":1,"k":2}}'),
       pageOf('{"id":1.5}'),
       pageOf('{"id":9223372036854775808}'),
       pageOf('{"a":1}'),
