@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { WideStyle } from './wide-records.js';
 
 /** The built CLI and the bench's own scripts, next to this file in dist/. */
 export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
@@ -162,7 +163,7 @@ export function startReplayChild(postsPerDay: number): Promise<ServerChild> {
 export function startWideChild(options: {
   posts: number;
   seed: number;
-  keys: 'escaped' | 'plain';
+  style: WideStyle;
 }): Promise<ServerChild> {
   return startServer([
     WIDE_SERVER,
@@ -170,8 +171,8 @@ export function startWideChild(options: {
     String(options.posts),
     '--seed',
     String(options.seed),
-    '--keys',
-    options.keys,
+    '--style',
+    options.style,
   ]);
 }
 

@@ -23,16 +23,26 @@ import {
 } from './child.js';
 import { type CpuProfile, type ProfileSummary, summarizeProfile } from './profile-summary.js';
 import { median } from './stats.js';
+import type { WideStyle } from './wide-records.js';
 
 const DAY = '2025-03-12';
 const id = pg.escapeIdentifier;
 
-/** Which records a load measures: the simulator's (narrow), or wide ones (wide-records.ts). */
-export type Workload = 'narrow' | 'wide' | 'wide-plain';
+/**
+ * Which records a load measures: the simulator's (narrow), or wide ones (wide-records.ts): `wide` written as hostile
+ * services write them, `wide-tame` the same records with only their keys' escapes (the wide workload before it was
+ * made hostile), `wide-plain` those with no key written with an escape. The last two are for a diagnosis.
+ */
+export type Workload = 'narrow' | 'wide' | 'wide-tame' | 'wide-plain';
 
-export const WORKLOADS: readonly Workload[] = ['narrow', 'wide', 'wide-plain'];
-/** wide-plain is the wide workload with no key written with an escape: a diagnosis, not a figure of its own. */
+export const WORKLOADS: readonly Workload[] = ['narrow', 'wide', 'wide-tame', 'wide-plain'];
 export const DEFAULT_WORKLOADS: readonly Workload[] = ['narrow', 'wide'];
+
+const WIDE_STYLE_OF: Readonly<Record<Exclude<Workload, 'narrow'>, WideStyle>> = {
+  wide: 'hostile',
+  'wide-tame': 'escaped',
+  'wide-plain': 'plain',
+};
 
 export interface LoadResult {
   readonly workload: Workload;
@@ -54,10 +64,49 @@ export interface LoadResult {
   /** The same with POST_REPORTS_HEAP_GROWTH_PERCENT=0 (V8's own heap growth): what the flat memory costs. */
   readonly v8GrowthMarginalMs?: number;
   readonly v8GrowthRatio?: number;
+  /**
+   * How the profiled run read its pages, as its log says: pages and values (fields other than null) in all, and those
+   * read the full way (exact JSON) rather than in one pass. Undefined for a build that does not log it.
+   */
+  readonly paths?: PathCounts;
   /** The wide workload's pages as served: how many, their bytes, and how many hold a key written with an escape. */
   readonly pages?: { readonly pages: number; readonly bytes: number; readonly withEscapedKeys: number };
   readonly profile: ProfileSummary;
   readonly samples: Record<string, number[]>;
+}
+
+export interface PathCounts {
+  readonly pages: number;
+  readonly pagesTheFullWay: number;
+  readonly values: number;
+  readonly valuesTheFullWay: number;
+}
+
+/** The counts of the run's log line on how its pages were read (src/pipeline/run.ts), if it has one. */
+class PathsFromLog {
+  #pending = '';
+  counts: PathCounts | undefined;
+
+  readonly feed = (chunk: string): void => {
+    const lines = (this.#pending + chunk).split('\n');
+    this.#pending = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes('"pagesTheFullWay"')) continue;
+      try {
+        const entry = JSON.parse(line) as Partial<PathCounts>;
+        const { pages, pagesTheFullWay, values, valuesTheFullWay } = entry;
+        if (
+          typeof pages === 'number' &&
+          typeof pagesTheFullWay === 'number' &&
+          typeof values === 'number' &&
+          typeof valuesTheFullWay === 'number'
+        )
+          this.counts = { pages, pagesTheFullWay, values, valuesTheFullWay };
+      } catch {
+        // Not a log line of JSON: no count.
+      }
+    }
+  };
 }
 
 interface Run {
@@ -73,12 +122,14 @@ async function runConnector(
   schema: string,
   nodeFlags: readonly string[] = [],
   env: Record<string, string> = {},
+  onStderr?: (chunk: string) => void,
 ): Promise<Run> {
   const result = await runCli(
     connector,
     ['backfill', '--from', DAY, '--to', DAY, '--window-days', '1', '--concurrency', '1', '--schema', schema],
     cliEnv(context, baseUrl, env),
     nodeFlags,
+    onStderr,
   );
   if (result.code !== 0)
     throw new Error(`connector run exited ${result.code}: ${result.stderr.slice(-2000)}`);
@@ -175,13 +226,20 @@ async function profileRun(
   baseUrl: string,
   schema: string,
   keep = false,
-): Promise<{ run: Run; profile: ProfileSummary }> {
+): Promise<{ run: Run; profile: ProfileSummary; paths: PathCounts | undefined }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
+  const paths = new PathsFromLog();
   try {
-    const run = await runConnector(context, connector, baseUrl, schema, [
-      '--cpu-prof',
-      `--cpu-prof-dir=${dir}`,
-    ]);
+    const run = await runConnector(
+      context,
+      connector,
+      baseUrl,
+      schema,
+      ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+      // The count of the pages each way took is logged at info, once a run.
+      { LOG_LEVEL: 'info' },
+      paths.feed,
+    );
     // The CLI restarts itself in place (process.execve): the process it replaced writes a profile of its start-up
     // alone, the one it became the profile of the load, the largest.
     const file = readdirSync(dir)
@@ -197,6 +255,7 @@ async function profileRun(
     return {
       run,
       profile: summarizeProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile),
+      paths: paths.counts,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -219,10 +278,10 @@ async function startServers(context: BenchContext, workload: Workload): Promise<
   const { big, small } = sizes(context, workload);
   if (workload === 'narrow')
     return { big: await startReplayChild(big), small: await startReplayChild(small) };
-  const keys = workload === 'wide' ? 'escaped' : 'plain';
+  const style = WIDE_STYLE_OF[workload];
   return {
-    big: await startWideChild({ posts: big, seed: WIDE_SEED, keys }),
-    small: await startWideChild({ posts: small, seed: WIDE_SEED, keys }),
+    big: await startWideChild({ posts: big, seed: WIDE_SEED, style }),
+    small: await startWideChild({ posts: small, seed: WIDE_SEED, style }),
   };
 }
 
@@ -256,6 +315,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
     const warm = 'bench_warm';
     let warmBig: Run | undefined;
     const profiles: ProfileSummary[] = [];
+    const pathCounts: (PathCounts | undefined)[] = [];
     for (const [i, connector] of connectorsRun.entries()) {
       const schema = i === 0 ? warm : 'bench_warm_other';
       let run: Run;
@@ -267,6 +327,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
         const profiled = await profileRun(context, connector, workload, big.baseUrl, schema, true);
         run = profiled.run;
         profiles.push(profiled.profile);
+        pathCounts.push(profiled.paths);
       }
       if (i === 0) warmBig = run;
       else await dropSchema(context, schema);
@@ -329,7 +390,9 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
     if (narrow) {
       for (const connector of connectorsRun) {
         context.log(`load ${workload}: CPU profile run, ${connectorLabel(connector)}`);
-        profiles.push((await profileRun(context, connector, workload, big.baseUrl, 'bench_profile')).profile);
+        const profiled = await profileRun(context, connector, workload, big.baseUrl, 'bench_profile');
+        profiles.push(profiled.profile);
+        pathCounts.push(profiled.paths);
       }
     }
     await dropSchema(context, warm);
@@ -369,6 +432,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
             }
           : {}),
         ...(pages ? { pages } : {}),
+        ...(pathCounts[i] ? { paths: pathCounts[i] } : {}),
         profile: profiles[i]!,
         samples: {
           big: own.big,

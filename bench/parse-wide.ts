@@ -14,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parse as parseLossless } from 'lossless-json';
 import { median } from './stats.js';
-import { hasEscapedKey, type KeyStyle, widePage } from './wide-records.js';
+import { hasEscapedKey, type WideStyle, widePage } from './wide-records.js';
 
 const OWN_PARSER = fileURLToPath(new URL('../src/api/exact-json.js', import.meta.url));
 
@@ -90,8 +90,8 @@ function table(rows: readonly (readonly string[])[]): string {
   ].join('\n');
 }
 
-function pagesOf(seed: number, count: number, keys: KeyStyle): string[] {
-  const workload = { seed, posts: count * 1000, keys };
+function pagesOf(seed: number, count: number, style: WideStyle): string[] {
+  const workload = { seed, posts: count * 1000, style };
   return Array.from({ length: count }, (_, page) => widePage(workload, page));
 }
 
@@ -119,13 +119,13 @@ async function main(): Promise<void> {
   const seed = Number(values.seed);
   if (values.one !== undefined) {
     const parser = await parserOf(values.one);
-    const pages = pagesOf(seed, pageCount, values.keys as KeyStyle);
+    const pages = pagesOf(seed, pageCount, values.keys as WideStyle);
     process.stdout.write(`${JSON.stringify({ name: parser.name, ...measure(parser, pages, iterations) })}\n`);
     return;
   }
   const specs = ['json', OWN_PARSER, ...(values.other ?? '').split(',').filter((p) => p !== ''), 'lossless'];
   const rows: string[][] = [['Parser', 'Keys', 'CPU per page', 'Wall per page', 'Pages with an escaped key']];
-  for (const keys of ['escaped', 'plain'] as const satisfies readonly KeyStyle[]) {
+  for (const keys of ['hostile', 'escaped', 'plain'] as const satisfies readonly WideStyle[]) {
     const escaped = pagesOf(seed, pageCount, keys).filter(hasEscapedKey).length;
     for (const spec of specs) {
       const child = spawnSync(

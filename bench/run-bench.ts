@@ -6,7 +6,8 @@
  * `--only readers` (or any comma-separated list of load, e2e, memory, readers, scale-out) runs only those parts.
  * scale-out: many processes on one schema (a split backfill, an orchestrator's partitions) against one alone.
  * The load figure loads narrow records (the simulator's) and wide ones (wide-records.ts); `--workloads` picks
- * among narrow, wide and wide-plain (the wide records with no key written with an escape, for a diagnosis).
+ * among narrow, wide (written as hostile services write them), wide-tame (the same records with only their keys'
+ * escapes) and wide-plain (no key written with an escape); the last two are for a diagnosis.
  * `--cli PATH[,PATH…]` (another build's dist/src/cli/main.js) and `--node PATH[,PATH…]` (node binaries) choose
  * what runs the connector children: every figure that runs the CLI is measured for each build on each node
  * binary, and the table and results.json say which; servers, floors and references stay on the bench's own
@@ -165,7 +166,9 @@ function loadFigure(load: LoadResult): string {
     case 'narrow':
       return `Load ${posts} posts (marginal over ${small})`;
     case 'wide':
-      return `Load ${posts} wide posts in one window (marginal over ${small})`;
+      return `Load ${posts} wide posts, written as hostile services write them, in one window (marginal over ${small})`;
+    case 'wide-tame':
+      return `Load ${posts} wide posts, only keys escaped, in one window (marginal over ${small})`;
     case 'wide-plain':
       return `Load ${posts} wide posts, no key written with an escape, in one window (marginal over ${small})`;
   }
@@ -212,7 +215,13 @@ function profileText(load: LoadResult): string {
   if (load.pages) {
     text += `; ${load.pages.pages} pages of ${megabytes(load.pages.bytes / load.pages.pages)} on average, ${load.pages.withEscapedKeys} of them with a key written with an escape`;
   }
-  text += '):\n';
+  text += ')';
+  const paths = load.paths;
+  if (paths !== undefined) {
+    const share = (part: number, whole: number) => (whole === 0 ? '0' : ((100 * part) / whole).toFixed(1));
+    text += `; pages read in one pass ${paths.pages - paths.pagesTheFullWay} of ${paths.pages} (${share(paths.pagesTheFullWay, paths.pages)} % the full way), values ${(paths.values - paths.valuesTheFullWay).toLocaleString('en')} of ${paths.values.toLocaleString('en')} (${share(paths.valuesTheFullWay, paths.values)} % the full way)`;
+  } else text += '; this build does not log how it read its pages';
+  text += ':\n';
   text += table([
     ['Step', 'Time', 'Share'],
     ...p.steps.map((s) => [s.step, `${Math.round(s.ms)} ms`, `${(s.share * 100).toFixed(1)} %`]),

@@ -1,5 +1,5 @@
 /*
- * The wide records of the wide load workload: about 37 fields a post, most numbers decimals with more significant
+ * The wide records of the wide load workloads: about 37 fields a post, most numbers decimals with more significant
  * digits than a double keeps (some with exponents), field names a database and a JSON reader both have to work
  * for (spaces, quotes, backslashes, non-ASCII letters, names written with JSON escapes, names equal but for case,
  * names longer than an identifier), a nested document, and 1.1 custom segment values a post on average. Records
@@ -9,6 +9,14 @@
  * page holds the same bytes whatever the page size and however often it is made. Keys are written as JSON text
  * here, not through JSON.stringify, so that a key can be written with an escape a service may use (`\u00e9`)
  * where JSON.stringify would write the character itself.
+ *
+ * Three styles. `hostile` (the wide workload) writes them as services do that the tame styles do not: about half the
+ * posts with every character past ASCII escaped (surrogate pairs for emoji, as an ASCII-only writer does), the
+ * nested documents of about half the posts with a space after every colon and comma (as Python's json.dumps
+ * writes them), some with keys that are numbers, a free-text caption with quotes, newlines, tabs and escaped
+ * slashes (a NUL in about one post in 2,000, a lone surrogate in one in 5,000), links written with `\/`, and a
+ * second nested document (an array of objects). `escaped` is the workload before it (keys with escapes, values as
+ * JSON.stringify writes them), `plain` the same with no key written with an escape.
  */
 
 /** The first post id: 17 digits, past 2^53 as social platforms' ids are. */
@@ -16,8 +24,10 @@ const FIRST_POST_ID = 18022103120000000n;
 
 export const WIDE_PAGE_SIZE = 1000;
 
-/** How the keys of a page are written. */
-export type KeyStyle = 'escaped' | 'plain';
+/** How a page is written (see above). */
+export type WideStyle = 'hostile' | 'escaped' | 'plain';
+
+export const WIDE_STYLES: readonly WideStyle[] = ['hostile', 'escaped', 'plain'];
 
 /** mulberry32: small, seeded, the same numbers on every platform. */
 class Stream {
@@ -99,6 +109,40 @@ function exponentDecimal(stream: Stream, significant: number, exponentRange: num
   return `${stream.digits(1, true)}.${stream.digits(significant - 1)}${upper ? 'E' : 'e'}${sign}${Math.abs(exponent)}`;
 }
 
+/** JSON text of a string with every character past ASCII escaped, as an ASCII-only writer sends it. */
+function asciiOnly(json: string): string {
+  let out = '';
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    out += c < 0x80 ? json[i] : `\\u${c.toString(16).padStart(4, '0')}`;
+  }
+  return out;
+}
+
+/** Compact JSON text written as Python's json.dumps writes it: a space after every colon and comma outside strings. */
+function spaced(json: string): string {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i]!;
+    out += c;
+    if (inString) {
+      if (c === '\\') out += json[++i]!;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === ':' || c === ',') out += ' ';
+  }
+  return out;
+}
+
+const CAPTIONS = [
+  'New drop 🌟 "Summer Edit" is live!\nShop now: https://shop.example.com/summer',
+  'Behind the scenes\t— Día de Muertos shoot, 東京 studio 🎬',
+  'Use code \\SAVE20\\ at checkout. Terms: https://example.com/t&c?ref=ig',
+  'Müller Frische × Bergström: the collab. Tap the link in bio ⬆️',
+  'Q: "Is it vegan?" A: yes 🌱\r\nMore at https://example.com/faq',
+];
+
 function count(stream: Stream, max: number): string {
   return String(stream.int(max));
 }
@@ -140,16 +184,25 @@ interface WideField {
   readonly escaped: string;
   readonly plain: string;
   readonly presence: number;
-  readonly value: (stream: Stream, inFlight: boolean) => string;
+  readonly value: (stream: Stream, inFlight: boolean, hostile: boolean) => string;
+  /** Written only in the hostile style. */
+  readonly hostileOnly?: boolean;
 }
 
 function field(
   name: string,
-  value: (stream: Stream, inFlight: boolean) => string,
+  value: (stream: Stream, inFlight: boolean, hostile: boolean) => string,
   presence = 1,
   escaped = JSON.stringify(name),
+  hostileOnly = false,
 ): WideField {
-  return { escaped, plain: JSON.stringify(name.replaceAll('"', "'").replaceAll('\\', '/')), presence, value };
+  return {
+    escaped,
+    plain: JSON.stringify(name.replaceAll('"', "'").replaceAll('\\', '/')),
+    presence,
+    value,
+    hostileOnly,
+  };
 }
 
 const text = (items: readonly string[]) => (s: Stream) => JSON.stringify(s.pick(items));
@@ -170,7 +223,10 @@ const FIELDS: readonly WideField[] = [
   field('branded', (s) => (s.chance(0.5) ? 'true' : 'false')),
   field('currency', text(CURRENCIES)),
   field('date_captured', () => '"2025-03-12"'),
-  field('creative_link', (s) => `"https://cdn.example.com/creatives/${s.digits(6)}?v=${s.int(9)}"`),
+  field('creative_link', (s, _, hostile) => {
+    const link = `"https://cdn.example.com/creatives/${s.digits(6)}?v=${s.int(9)}"`;
+    return hostile ? link.replaceAll('/', '\\/') : link;
+  }),
   field('total_spend', (s) => longDecimal(s, 5, 23)),
   field('impressions', (s) => count(s, 50_000_000)),
   field('clicks', (s) => count(s, 1_000_000)),
@@ -197,14 +253,47 @@ const FIELDS: readonly WideField[] = [
   field('emoji 🌟 score', (s) => count(s, 100)),
   field(
     'third_party_data',
-    (s) => {
+    (s, _, hostile) => {
       const tags = Array.from({ length: s.int(3) }, () => JSON.stringify(s.pick(TAGS))).join(',');
-      return (
+      const quartiles =
+        hostile && s.chance(0.3)
+          ? `,"quartiles":{"25":${longDecimal(s, 0, 20)},"50":${longDecimal(s, 0, 20)},"100":${longDecimal(s, 0, 20)}}`
+          : '';
+      const json =
         `{"provider":${JSON.stringify(s.pick(PROVIDERS))},"brand_lift":${longDecimal(s, 0, 20)},` +
-        `"viewability":{"measured":${s.chance(0.8) ? 'true' : 'false'},"rate":${longDecimal(s, 0, 21)}},"tags":[${tags}]}`
-      );
+        `"viewability":{"measured":${s.chance(0.8) ? 'true' : 'false'},"rate":${longDecimal(s, 0, 21)}},"tags":[${tags}]` +
+        `${quartiles}}`;
+      return hostile && s.chance(0.5) ? spaced(json) : json;
     },
     0.7,
+  ),
+  field(
+    'caption',
+    (s) => {
+      const draw = s.next();
+      let caption = JSON.stringify(`${s.pick(CAPTIONS)} #${s.digits(4)}`).replaceAll('/', '\\/');
+      if (draw < 0.0005) caption = caption.replace(' ', ' \\u0000');
+      else if (draw < 0.0007) caption = caption.replace(' ', ' \\ud83d ');
+      return caption;
+    },
+    0.9,
+    undefined,
+    true,
+  ),
+  field(
+    'audience',
+    (s, _, hostile) => {
+      const ages = ['18-24', '25-34', '35-44', '45+'];
+      const rows = Array.from(
+        { length: 1 + s.int(3) },
+        () => `{"age":${JSON.stringify(s.pick(ages))},"share":${longDecimal(s, 0, 20)}}`,
+      );
+      const json = `[${rows.join(',')}]`;
+      return hostile && s.chance(0.5) ? spaced(json) : json;
+    },
+    0.5,
+    undefined,
+    true,
   ),
 ];
 
@@ -219,21 +308,25 @@ function segments(stream: Stream): string {
 }
 
 /** The JSON text of post `index` (0-based) of the workload of `seed`. */
-export function wideRecord(seed: number, index: number, keys: KeyStyle): string {
+export function wideRecord(seed: number, index: number, style: WideStyle): string {
   const stream = new Stream(mix(seed, POST_STREAM, index));
   const inFlight = stream.chance(0.85);
+  const hostile = style === 'hostile';
   let out = `{"platform_post_id":${FIRST_POST_ID + BigInt(index)}`;
   for (const f of FIELDS) {
+    if (f.hostileOnly && !hostile) continue;
     // Drawn for every field, present or not, so that one field's presence leaves the others' values as they are.
     const present = stream.next() < f.presence;
-    const value = f.value(stream, inFlight);
-    if (present) out += `,${keys === 'escaped' ? f.escaped : f.plain}:${value}`;
+    const value = f.value(stream, inFlight, hostile);
+    if (present) out += `,${style === 'plain' ? f.plain : f.escaped}:${value}`;
   }
   if (!inFlight) {
     const person = stream.pick(PEOPLE);
     out += `,"name":${JSON.stringify(person)},"email":"${stream.digits(8)}@example.com"`;
   }
-  return `${out},"custom_segments":${segments(stream)}}`;
+  out += `,"custom_segments":${segments(stream)}}`;
+  // Drawn last, so that the other styles' posts keep their values.
+  return hostile && stream.chance(0.5) ? asciiOnly(out) : out;
 }
 
 /** The report id and page tokens of a workload: GUIDs, as the service sends them. */
@@ -249,7 +342,7 @@ export function pageToken(seed: number, page: number): string {
 export interface WideWorkload {
   readonly seed: number;
   readonly posts: number;
-  readonly keys: KeyStyle;
+  readonly style: WideStyle;
 }
 
 export function pageCount(workload: WideWorkload): number {
@@ -261,7 +354,7 @@ export function widePage(workload: WideWorkload, page: number): string {
   const first = page * WIDE_PAGE_SIZE;
   const last = Math.min(workload.posts, first + WIDE_PAGE_SIZE);
   const records: string[] = [];
-  for (let i = first; i < last; i += 1) records.push(wideRecord(workload.seed, i, workload.keys));
+  for (let i = first; i < last; i += 1) records.push(wideRecord(workload.seed, i, workload.style));
   const next = page + 1 < pageCount(workload) ? `"${pageToken(workload.seed, page + 1)}"` : 'null';
   return `{"id":${JSON.stringify(reportId(workload.seed))},"status":"DONE","data":[${records.join(',')}],"response_metadata":[{"next_page":${next}}]}`;
 }

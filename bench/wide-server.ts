@@ -1,5 +1,5 @@
 /*
- * Serves the wide load workload (wide-records.ts) as the Post Reporting API v4 does: the dimensions, a report
+ * Serves a wide load workload (wide-records.ts) as the Post Reporting API v4 does: the dimensions, a report
  * created DONE whatever the window asked for, and its pages by their next_page tokens. Every page is made
  * before the server says it is ready and then only written out, as the replay proxy does for the narrow
  * workload, so that neither the connector nor the floor is charged for making records.
@@ -9,11 +9,12 @@ import { createServer, type ServerResponse } from 'node:http';
 import { parseArgs } from 'node:util';
 import {
   hasEscapedKey,
-  type KeyStyle,
   pageCount,
   pageToken,
   reportId,
   SEGMENT_DIMENSIONS,
+  WIDE_STYLES,
+  type WideStyle,
   widePage,
 } from './wide-records.js';
 
@@ -32,12 +33,12 @@ async function main(): Promise<void> {
     options: {
       posts: { type: 'string', default: '1000' },
       seed: { type: 'string', default: '1' },
-      keys: { type: 'string', default: 'escaped' },
+      style: { type: 'string', default: 'hostile' },
     },
   });
-  const keys = values.keys as KeyStyle;
-  if (keys !== 'escaped' && keys !== 'plain') throw new Error(`--keys escaped|plain, not ${values.keys}`);
-  const workload = { seed: Number(values.seed), posts: Number(values.posts), keys };
+  const style = values.style as WideStyle;
+  if (!WIDE_STYLES.includes(style)) throw new Error(`--style ${WIDE_STYLES.join('|')}, not ${values.style}`);
+  const workload = { seed: Number(values.seed), posts: Number(values.posts), style };
   const id = reportId(workload.seed);
   const pages: Buffer[] = [];
   const byToken = new Map<string, Buffer>();

@@ -2,8 +2,8 @@ import type { ApiClient, DeferredJson } from '../api/client.js';
 import { SETTINGS } from '../config.js';
 import { ApiError, DataError, EtlError } from '../errors.js';
 import { BufferPool } from '../model/buffer-pool.js';
-import { type PagePosts, PageTape } from '../model/page-tape.js';
-import { ExactNumber } from '../model/post-record.js';
+import { type PagePosts, PageTape, VALUE_STRIDE } from '../model/page-tape.js';
+import { ExactNumber, type MappedPost } from '../model/post-record.js';
 import { isRecord, kind } from './json-shape.js';
 import { decodePage } from './page-decoder.js';
 import { type MappingContext, mapRecords } from './record-mapping.js';
@@ -21,6 +21,25 @@ export interface ReportPage {
   posts: PagePosts;
   /** Size of the response as received, in bytes. */
   bytes: number;
+  /** How the page was read: for a run's count of what went the slow way. */
+  reading: PageReading;
+}
+
+/**
+ * How a page was read: in one pass (page-decoder.ts) or the full way (exact-json.ts, whose slow path is
+ * lossless-json), and how many of its values (fields other than null) were read the full way.
+ */
+export interface PageReading {
+  readonly onePass: boolean;
+  readonly values: number;
+  readonly valuesTheFullWay: number;
+}
+
+/** The values (fields other than null) of posts mapped the full way. */
+function mappedValues(posts: readonly MappedPost[]): number {
+  let values = 0;
+  for (const post of posts) for (const key in post.fields) if (post.fields[key] !== null) values++;
+  return values;
 }
 
 /** How a report's records become posts: the id field, the window (for messages) and the field selection. */
@@ -142,7 +161,19 @@ export async function readAnswer(
   const decoded = await decodePage(fetched.utf8, { ...mapping, page: index }, tapes);
   if (decoded !== null && isPage(decoded.status)) {
     checkNext(decoded.nextPage, token, reportId, index);
-    const page = { index, token, nextPage: decoded.nextPage, posts: decoded.posts, bytes: fetched.bytes };
+    const reading: PageReading = {
+      onePass: true,
+      values: decoded.posts.values.length / VALUE_STRIDE,
+      valuesTheFullWay: decoded.valuesTheFullWay,
+    };
+    const page = {
+      index,
+      token,
+      nextPage: decoded.nextPage,
+      posts: decoded.posts,
+      bytes: fetched.bytes,
+      reading,
+    };
     return { status: decoded.status, page };
   }
   tapes?.give(decoded?.posts.values);
@@ -202,7 +233,15 @@ export function toReportPage(
   }
   checkNext(next, token, reportId, index);
   const posts = mapRecords(data as Record<string, unknown>[], { ...mapping, page: index });
-  return { index, token, nextPage: next, posts, bytes };
+  const values = mappedValues(posts);
+  return {
+    index,
+    token,
+    nextPage: next,
+    posts,
+    bytes,
+    reading: { onePass: false, values, valuesTheFullWay: values },
+  };
 }
 
 /**

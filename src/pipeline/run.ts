@@ -124,6 +124,16 @@ export async function executeRun(context: RunContext, request: RunRequest): Prom
         ...(context.onProgress === undefined ? {} : { onProgress: context.onProgress }),
       };
       const summary = await loadRun(run, request, started, lock, madeSince, context.windowSlots);
+      // Once a run: what went the slow way is the first thing to look at when a load is slower than it should be.
+      logger.info(
+        {
+          pages: counters.pagesRead,
+          pagesTheFullWay: counters.pagesTheFullWay,
+          values: counters.valuesRead,
+          valuesTheFullWay: counters.valuesTheFullWay,
+        },
+        'pages read in one pass, and those read the full way (exact JSON, lossless-json)',
+      );
       logger.info({ summary }, 'run finished');
       return summary;
     } finally {

@@ -271,6 +271,7 @@ export class WindowStager {
     const pools = new CopyPools();
     try {
       for await (const page of pages) {
+        counters.pageRead(page.reading);
         const mapped = page.posts;
         // The pager counts pages from 1, as messages do; the stage counts from 0.
         const prepared = await loader.preparePage(
