@@ -15,11 +15,13 @@ import { parseExactJson, stringifyExactJson } from '../api/exact-json.js';
 import { JsonStringReader } from '../api/json-string.js';
 import type { BufferPool } from '../model/buffer-pool.js';
 import {
+  escapedString,
   PageTape,
   SEGMENT_STRIDE,
   TAPE_BIGNUM,
   TAPE_DECIMAL,
   TAPE_ESCAPED_JSON,
+  TAPE_ESCAPED_STRING,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -418,7 +420,7 @@ class PageDecoder {
     const ka = ints[a + 1]!;
     const kb = ints[b + 1]!;
     const group = (kind: number) =>
-      kind === TAPE_STRING || kind === TAPE_OWNED_STRING
+      kind === TAPE_STRING || kind === TAPE_OWNED_STRING || kind === TAPE_ESCAPED_STRING
         ? 0
         : kind === TAPE_JSON || kind === TAPE_OWNED_JSON || kind === TAPE_ESCAPED_JSON
           ? 1
@@ -435,6 +437,7 @@ class PageDecoder {
     const kind = ints[v + 1]!;
     const start = ints[v + 2]!;
     if (kind === TAPE_OWNED_STRING || kind === TAPE_OWNED_JSON) return this.#owned[start]!;
+    if (kind === TAPE_ESCAPED_STRING) return escapedString(this.#bytes, start, ints[v + 3]!);
     return this.#bytes.toString('utf8', start, ints[v + 3]!);
   }
 
@@ -605,7 +608,7 @@ class PageDecoder {
     const at = this.#skipWhitespace();
     const c = bytes[at]!;
     let kind: number;
-    if (c === QUOTE) kind = this.#stringValue(at);
+    if (c === QUOTE) kind = this.#fieldString(at);
     else if (c === MINUS || (c >= ZERO && c <= NINE)) kind = this.#number();
     else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       const before = this.#irregular();
@@ -734,6 +737,46 @@ class PageDecoder {
     this.#start = this.#owned.length;
     this.#owned.push(decoded);
     return TAPE_OWNED_STRING;
+  }
+
+  /**
+   * A field's string at `at` (its opening quote): TAPE_STRING when it holds no escape, else TAPE_ESCAPED_STRING once
+   * its escapes are checked; its content's range either way, no string made of it. The cursor moves past it.
+   */
+  #fieldString(at: number): number {
+    const bytes = this.#bytes;
+    let p = at + 1;
+    let kind = TAPE_STRING;
+    for (;;) {
+      const c = bytes[p]!;
+      if (c === QUOTE) break;
+      if (c < 0x20 || p >= bytes.length) throw notTaken;
+      if (c !== BACKSLASH) {
+        p++;
+        continue;
+      }
+      kind = TAPE_ESCAPED_STRING;
+      const e = bytes[p + 1];
+      if (e === 0x75) {
+        for (let k = p + 2; k < p + 6; k++) if (!isHex(bytes[k])) throw notTaken;
+        p += 6;
+      } else if (
+        e === QUOTE ||
+        e === BACKSLASH ||
+        e === 0x2f ||
+        e === 0x62 ||
+        e === 0x66 ||
+        e === 0x6e ||
+        e === 0x72 ||
+        e === 0x74
+      ) {
+        p += 2;
+      } else throw notTaken;
+    }
+    this.#i = p + 1;
+    this.#start = at + 1;
+    this.#end = p;
+    return kind;
   }
 
   /**
@@ -1013,6 +1056,12 @@ function isArrayIndex(name: string): boolean {
     if (c < ZERO || c > NINE) return false;
   }
   return Number(name) <= 4294967294;
+}
+
+function isHex(c: number | undefined): boolean {
+  return (
+    c !== undefined && ((c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66))
+  );
 }
 
 function digitsFrom(bytes: Uint8Array, p: number): number {

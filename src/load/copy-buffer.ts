@@ -4,11 +4,55 @@
  */
 
 import type { BufferPool } from '../model/buffer-pool.js';
+import type { EncodeStats } from './copy-encoding.js';
 
 /** Ranges longer than this are copied by Buffer#copy: a loop wins below (a native call costs more). */
 const LONG_RANGE = 64;
 /** Strings longer than this are written by Buffer#write, which beats a loop over each character. */
 const LONG_TEXT = 256;
+
+const BACKSLASH = 0x5c;
+const LETTER_U = 0x75;
+const LETTER_B = 0x62;
+const LETTER_F = 0x66;
+const LETTER_N = 0x6e;
+const LETTER_R = 0x72;
+const LETTER_T = 0x74;
+
+/** An ASCII character into COPY text at `o`: backslash, newline, carriage return and tab escaped; returns the end. */
+function copyEscaped(b: Buffer, o: number, c: number): number {
+  switch (c) {
+    case BACKSLASH:
+      b[o++] = BACKSLASH;
+      b[o++] = BACKSLASH;
+      return o;
+    case 0x0a:
+      b[o++] = BACKSLASH;
+      b[o++] = LETTER_N;
+      return o;
+    case 0x0d:
+      b[o++] = BACKSLASH;
+      b[o++] = LETTER_R;
+      return o;
+    case 0x09:
+      b[o++] = BACKSLASH;
+      b[o++] = LETTER_T;
+      return o;
+    default:
+      b[o++] = c;
+      return o;
+  }
+}
+
+/** The four hex digits at `p` as a number. */
+function hex4(source: Buffer, p: number): number {
+  let n = 0;
+  for (let k = p; k < p + 4; k++) {
+    const c = source[k]!;
+    n = (n << 4) | (c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57);
+  }
+  return n;
+}
 
 /** A growing buffer of UTF-8 bytes. */
 export class CopyBuffer {
@@ -92,6 +136,82 @@ export class CopyBuffer {
       }
     }
     this.#length = p;
+  }
+
+  /**
+   * The content of a JSON string, source[start, end) with its escapes (valid ones), as the COPY text field
+   * escapeCopyText writes of the decoded string: straight from its bytes, no string made of it. A backslash, newline,
+   * carriage return and tab are escaped for COPY; NUL and a surrogate alone become U+FFFD, counted in `stats`.
+   */
+  jsonString(source: Buffer, start: number, end: number, stats: EncodeStats): void {
+    // No escape writes more bytes than it takes: \uXXXX at most three (or four for twelve), \n two.
+    this.#reserve(end - start);
+    const b = this.#bytes;
+    let o = this.#length;
+    let p = start;
+    while (p < end) {
+      const c = source[p]!;
+      if (c !== BACKSLASH) {
+        b[o++] = c;
+        p++;
+        continue;
+      }
+      const e = source[p + 1]!;
+      p += 2;
+      switch (e) {
+        case LETTER_U: {
+          let point = hex4(source, p);
+          p += 4;
+          if (point >= 0xd800 && point <= 0xdbff && source[p] === BACKSLASH && source[p + 1] === LETTER_U) {
+            const low = hex4(source, p + 2);
+            if (low >= 0xdc00 && low <= 0xdfff) {
+              point = 0x10000 + ((point - 0xd800) << 10) + (low - 0xdc00);
+              p += 6;
+              b[o++] = 0xf0 | (point >> 18);
+              b[o++] = 0x80 | ((point >> 12) & 0x3f);
+              b[o++] = 0x80 | ((point >> 6) & 0x3f);
+              b[o++] = 0x80 | (point & 0x3f);
+              break;
+            }
+          }
+          if (point === 0 || (point >= 0xd800 && point <= 0xdfff)) {
+            if (point === 0) stats.nulReplaced++;
+            else stats.surrogatesReplaced++;
+            b[o++] = 0xef;
+            b[o++] = 0xbf;
+            b[o++] = 0xbd;
+          } else if (point < 0x80) o = copyEscaped(b, o, point);
+          else if (point < 0x800) {
+            b[o++] = 0xc0 | (point >> 6);
+            b[o++] = 0x80 | (point & 0x3f);
+          } else {
+            b[o++] = 0xe0 | (point >> 12);
+            b[o++] = 0x80 | ((point >> 6) & 0x3f);
+            b[o++] = 0x80 | (point & 0x3f);
+          }
+          break;
+        }
+        case LETTER_B:
+          b[o++] = 0x08;
+          break;
+        case LETTER_F:
+          b[o++] = 0x0c;
+          break;
+        case LETTER_N:
+          o = copyEscaped(b, o, 0x0a);
+          break;
+        case LETTER_R:
+          o = copyEscaped(b, o, 0x0d);
+          break;
+        case LETTER_T:
+          o = copyEscaped(b, o, 0x09);
+          break;
+        default:
+          // \" \/ \\: the character itself.
+          o = copyEscaped(b, o, e);
+      }
+    }
+    this.#length = o;
   }
 
   /** A non-negative safe integer in decimal digits. */

@@ -3,6 +3,7 @@ import {
   TAPE_BIGNUM,
   TAPE_DECIMAL,
   TAPE_ESCAPED_JSON,
+  TAPE_ESCAPED_STRING,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -54,6 +55,7 @@ const TAPE_KINDS: readonly ValueKind[] = (() => {
   const kinds: ValueKind[] = [];
   kinds[TAPE_STRING] = 'string';
   kinds[TAPE_OWNED_STRING] = 'string';
+  kinds[TAPE_ESCAPED_STRING] = 'string';
   kinds[TAPE_INTEGER] = 'int64';
   kinds[TAPE_INT64] = 'int64';
   kinds[TAPE_BIGNUM] = 'bignum';

@@ -10,11 +10,13 @@
 
 import { BufferPool } from '../model/buffer-pool.js';
 import {
+  escapedString,
   type PageTape,
   SEGMENT_STRIDE,
   TAPE_BIGNUM,
   TAPE_DECIMAL,
   TAPE_ESCAPED_JSON,
+  TAPE_ESCAPED_STRING,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -155,6 +157,11 @@ export function encodeTape(
         case TAPE_OWNED_STRING:
           out.text(encodeValue(owned[start]!, type, stats));
           break;
+        case TAPE_ESCAPED_STRING:
+          // Every column type but jsonb takes a string as escapeCopyText writes it (encodeValue).
+          if (type === 'jsonb') out.text(encodeValue(escapedString(bytes, start, end), type, stats));
+          else out.jsonString(bytes, start, end, stats);
+          break;
         case TAPE_OWNED_JSON:
           out.text(encodeJson(owned[start]!, stats));
           break;
@@ -213,6 +220,8 @@ function valueJson(tape: PageTape, v: number): string | undefined {
       return 'false';
     case TAPE_OWNED_STRING:
       return JSON.stringify(owned[start]!);
+    case TAPE_ESCAPED_STRING:
+      return JSON.stringify(escapedString(bytes, start, end));
     case TAPE_OWNED_JSON:
       return owned[start]!;
     case TAPE_JSON:

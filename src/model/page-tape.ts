@@ -30,6 +30,12 @@ export const TAPE_OWNED_JSON = 9;
  */
 export const TAPE_ESCAPED_JSON = 10;
 
+/**
+ * bytes[start, end) is a string's content as written, escapes included (valid ones: the decoder checked them), for
+ * load to write as COPY text straight from its bytes without a string made of it.
+ */
+export const TAPE_ESCAPED_STRING = 11;
+
 /** Ints per value in `values`: field, kind, start, end. */
 export const VALUE_STRIDE = 4;
 /** Ints per segment in `segments`: name start, name end, value start, value end. */
@@ -90,6 +96,7 @@ export class PageTape {
     const kind = this.values[at + 1]!;
     const start = this.values[at + 2]!;
     if (kind === TAPE_OWNED_STRING || kind === TAPE_OWNED_JSON) return this.owned[start]!;
+    if (kind === TAPE_ESCAPED_STRING) return escapedString(this.bytes, start, this.values[at + 3]!);
     return this.bytes.toString('utf8', start, this.values[at + 3]!);
   }
 
@@ -102,6 +109,14 @@ export class PageTape {
   #range(start: number, end: number): string {
     return start < 0 ? this.owned[-1 - start]! : this.bytes.toString('utf8', start, end);
   }
+}
+
+/**
+ * The decoded text of a string whose content (escapes valid) is bytes[start, end): its literal, quotes included, is
+ * JSON, and JSON.parse decodes a string literal as the full way does.
+ */
+export function escapedString(bytes: Buffer, start: number, end: number): string {
+  return JSON.parse(bytes.toString('utf8', start - 1, end + 1)) as string;
 }
 
 /** A page's posts: mapped one by one (the full way), or on a tape. */

@@ -17,6 +17,7 @@ import {
   TAPE_BIGNUM,
   TAPE_DECIMAL,
   TAPE_ESCAPED_JSON,
+  TAPE_ESCAPED_STRING,
   TAPE_FALSE,
   TAPE_INT64,
   TAPE_INTEGER,
@@ -100,7 +101,7 @@ function postsOf(tape: PageTape): MappedPost[] {
       const name = tape.fields[tape.values[at]!]!;
       const kind = tape.values[at + 1]!;
       const text = tape.valueText(v);
-      if (kind === TAPE_STRING || kind === TAPE_OWNED_STRING) fields[name] = text;
+      if (kind === TAPE_STRING || kind === TAPE_OWNED_STRING || kind === TAPE_ESCAPED_STRING) fields[name] = text;
       else if (kind === TAPE_INTEGER) fields[name] = Number(text);
       else if (kind === TAPE_INT64 || kind === TAPE_BIGNUM || kind === TAPE_DECIMAL)
         fields[name] = new ExactNumber(text);

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CopyBuffer } from '../../../src/load/copy-buffer.js';
+import { type EncodeStats, escapeCopyText } from '../../../src/load/copy-encoding.js';
 import { BufferPool } from '../../../src/model/buffer-pool.js';
 
 /** Any UTF-16 code units, lone surrogates included, short and past the length written natively. */
@@ -24,7 +25,48 @@ const text = fc.oneof(
   }),
 );
 
+/** A JSON string literal of `t`, each character written as itself or as any escape JSON has for it. */
+function literalOf(t: string, choices: readonly number[]): string {
+  let out = '"';
+  for (let i = 0; i < t.length; i++) {
+    const c = t.charCodeAt(i);
+    const choice = choices[i % choices.length]!;
+    const short: Record<number, string> = {
+      34: '\\"',
+      92: '\\\\',
+      47: '\\/',
+      8: '\\b',
+      12: '\\f',
+      10: '\\n',
+      13: '\\r',
+      9: '\\t',
+    };
+    const hex = c.toString(16).padStart(4, '0');
+    if (c < 0x20 || c === 0x22 || c === 0x5c || choice > 0 || (c >= 0xd800 && c <= 0xdfff)) {
+      out += short[c] !== undefined && choice < 2 ? short[c] : `\\u${choice === 3 ? hex.toUpperCase() : hex}`;
+    } else out += t[i];
+  }
+  return `${out}"`;
+}
+
 describe('CopyBuffer', () => {
+  it('writes a JSON string from its bytes as escapeCopyText writes the string decoded, counts included', () => {
+    fc.assert(
+      fc.property(text, fc.array(fc.nat(3), { minLength: 1, maxLength: 16 }), (t, choices) => {
+        const literal = Buffer.from(literalOf(t, choices), 'utf8');
+        const out = new CopyBuffer(1);
+        out.byte(0x41);
+        const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
+        out.jsonString(literal, 1, literal.length - 1, stats);
+        const expectedStats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
+        const decoded = JSON.parse(literal.toString('utf8')) as string;
+        const expected = Buffer.from(`A${escapeCopyText(decoded, expectedStats)}`, 'utf8');
+        expect(out.done().equals(expected)).toBe(true);
+        expect(stats).toEqual(expectedStats);
+      }),
+    );
+  });
+
   it('writes any text as Buffer.from writes it, and any range of bytes as it is, growing as it must', () => {
     fc.assert(
       fc.property(
