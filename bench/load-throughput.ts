@@ -61,6 +61,8 @@ export interface LoadResult {
   /** CPU time (user + system, every thread) of the connector child: medians of the big and small runs and of the
    * marginal per repetition. Null when a child did not report it. */
   readonly cpu: { readonly bigMs: number; readonly smallMs: number; readonly marginalMs: number } | null;
+  /** The highest peak RSS of the connector's runs of the big window (MB); null when a child did not report it. */
+  readonly peakRssMb: number | null;
   /** The same with POST_REPORTS_HEAP_GROWTH_PERCENT=0 (V8's own heap growth): what the flat memory costs. */
   readonly v8GrowthMarginalMs?: number;
   readonly v8GrowthRatio?: number;
@@ -112,6 +114,8 @@ class PathsFromLog {
 interface Run {
   readonly ms: number;
   readonly cpuMs: number | null;
+  /** Peak RSS as the kernel counted it, in MB; null when the child did not report it. */
+  readonly maxRssMb: number | null;
   readonly posts: number;
 }
 
@@ -133,7 +137,12 @@ async function runConnector(
   );
   if (result.code !== 0)
     throw new Error(`connector run exited ${result.code}: ${result.stderr.slice(-2000)}`);
-  return { ms: result.wallMs, cpuMs: result.cpuMs, posts: Number(result.summary?.posts ?? 0) };
+  return {
+    ms: result.wallMs,
+    cpuMs: result.cpuMs,
+    maxRssMb: result.maxRssBytes === null ? null : result.maxRssBytes / 2 ** 20,
+    posts: Number(result.summary?.posts ?? 0),
+  };
 }
 
 async function dropSchema(context: BenchContext, schema: string): Promise<void> {
@@ -351,6 +360,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
       small: [] as number[],
       bigCpu: [] as (number | null)[],
       smallCpu: [] as (number | null)[],
+      bigRss: [] as (number | null)[],
     }));
     const floorSamples = { fetchParse: [] as number[], copy: [] as number[] };
     for (let rep = 0; rep < context.repetitions; rep++) {
@@ -373,6 +383,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
         own.big.push(b.ms);
         own.small.push(s.ms);
         own.bigCpu.push(b.cpuMs);
+        own.bigRss.push(b.maxRssMb);
         own.smallCpu.push(s.cpuMs);
         const cpu = (r: Run) => (r.cpuMs === null ? '' : `, CPU ${Math.round(r.cpuMs)} ms`);
         context.log(
@@ -425,6 +436,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
         ratio: median(marginal.map((m, r) => m / floors[r]!)),
         postsPerSecond: (warmBig!.posts - smallSize) / (connectorMarginalMs / 1000),
         cpu: cpuSummary(own.bigCpu, own.smallCpu),
+        peakRssMb: own.bigRss.some((r) => r === null) ? null : Math.max(...(own.bigRss as number[])),
         ...(narrow
           ? {
               v8GrowthMarginalMs: median(marginalV8),

@@ -205,6 +205,16 @@ function loadRows(load: LoadResult): string[][] {
       '',
     ]);
   }
+  if (load.peakRssMb !== null) {
+    rows.push([
+      '  peak RSS of the connector (highest of its big runs)',
+      `${Math.round(load.peakRssMb)} MB`,
+      '',
+      '',
+      '',
+      '',
+    ]);
+  }
   return rows;
 }
 
