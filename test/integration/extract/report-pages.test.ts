@@ -36,6 +36,9 @@ describe('reports and pages against the simulator', () => {
     for await (const page of readPages(client, id, { mapping: mapping(BIG), first })) {
       sizes.push(page.posts.length);
       expect(page.index).toBe(sizes.length);
+      // The simulator's pages are read in one pass, none of their values the full way: the run's count says so.
+      expect(page.reading).toMatchObject({ onePass: true, valuesTheFullWay: 0 });
+      expect(page.reading.values).toBeGreaterThan(page.posts.length);
       ids.push(...postIds(page.posts));
     }
     expect(sizes).toEqual(Array.from({ length: 10 }, () => 1000));

@@ -101,7 +101,8 @@ function postsOf(tape: PageTape): MappedPost[] {
       const name = tape.fields[tape.values[at]!]!;
       const kind = tape.values[at + 1]!;
       const text = tape.valueText(v);
-      if (kind === TAPE_STRING || kind === TAPE_OWNED_STRING || kind === TAPE_ESCAPED_STRING) fields[name] = text;
+      if (kind === TAPE_STRING || kind === TAPE_OWNED_STRING || kind === TAPE_ESCAPED_STRING)
+        fields[name] = text;
       else if (kind === TAPE_INTEGER) fields[name] = Number(text);
       else if (kind === TAPE_INT64 || kind === TAPE_BIGNUM || kind === TAPE_DECIMAL)
         fields[name] = new ExactNumber(text);
