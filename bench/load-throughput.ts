@@ -114,7 +114,10 @@ class PathsFromLog {
 interface Run {
   readonly ms: number;
   readonly cpuMs: number | null;
-  /** Peak RSS as the kernel counted it, in MB; null when the child did not report it. */
+  /**
+   * Peak RSS (VmHWM, read from /proc while the child ran), in MB; null without /proc. Not getrusage's maxRSS, which
+   * the process the CLI restarts into keeps from the bench that forked it.
+   */
   readonly maxRssMb: number | null;
   readonly posts: number;
 }
@@ -140,7 +143,7 @@ async function runConnector(
   return {
     ms: result.wallMs,
     cpuMs: result.cpuMs,
-    maxRssMb: result.maxRssBytes === null ? null : result.maxRssBytes / 2 ** 20,
+    maxRssMb: result.peakRssBytes === 0 ? null : result.peakRssBytes / 2 ** 20,
     posts: Number(result.summary?.posts ?? 0),
   };
 }
