@@ -394,6 +394,7 @@ class PageDecoder {
     const mark = values.length;
     const known = this.#fieldOf[key.slot]!;
     const kinds = known >= 0 ? this.#kinds[known]! : 0;
+    const theFullWay = this.#valuesTheFullWay;
     this.#value(key, post);
     const added = values.length > mark;
     const field = this.#fieldOf[key.slot]!;
@@ -409,9 +410,10 @@ class PageDecoder {
     }
     if (!added && earlier < 0) return;
     if (!added || earlier < 0 || !this.#sameValue(earlier, mark)) throw notTaken;
-    // The repeat leaves no trace: not on the tape, nor in its field's kinds.
+    // The repeat leaves no trace: not on the tape, nor in its field's kinds, nor in the count of the full way's values.
     values.length = mark;
     this.#kinds[field] = kinds;
+    this.#valuesTheFullWay = theFullWay;
   }
 
   /** Whether the values at ints `a` and `b` of the tape read the same: the same class of value and text. */
