@@ -90,6 +90,9 @@ interface Key {
    * well-formed, or one that may be an array index (V8 puts those first).
    */
   readonly odd: boolean;
+  /** The name as JSON.stringify writes it, and whether it is an array index (#rewrite writes documents with them). */
+  readonly json: string;
+  readonly index: boolean;
 }
 
 /** A list of ints that grows: the tape's values and segments, four ints each. */
@@ -482,7 +485,15 @@ class PageDecoder {
       }
       const first = name.charCodeAt(0);
       const odd = (first >= ZERO && first <= NINE) || !name.isWellFormed() || spelling.includes(BACKSLASH);
-      key = { spelling, name, slot, role: this.#role(name), odd };
+      key = {
+        spelling,
+        name,
+        slot,
+        role: this.#role(name),
+        odd,
+        json: JSON.stringify(name),
+        index: isArrayIndex(name),
+      };
       const hash = spellingHash(spelling, 0);
       const bucket = this.#keys.get(hash);
       if (bucket === undefined) this.#keys.set(hash, [key]);
@@ -690,18 +701,18 @@ class PageDecoder {
     if (c === OPEN_BRACE) {
       this.#i = at + 1;
       if (this.#closes(CLOSE_BRACE)) return '{}';
-      const names: string[] = [];
+      const keys: Key[] = [];
       const members: string[] = [];
       let indexes = false;
       do {
-        const name = this.#key().name;
-        if (!indexes && isArrayIndex(name)) indexes = true;
-        names.push(name);
-        members.push(`${JSON.stringify(name)}:${this.#rewrite()}`);
+        const key = this.#key();
+        if (key.index) indexes = true;
+        keys.push(key);
+        members.push(`${key.json}:${this.#rewrite()}`);
       } while (this.#next(CLOSE_BRACE));
       if (indexes) {
-        const order = names.map((_, k) => k);
-        const index = names.map((name) => (isArrayIndex(name) ? Number(name) : -1));
+        const order = keys.map((_, k) => k);
+        const index = keys.map((key) => (key.index ? Number(key.name) : -1));
         order.sort((a, b) => {
           const x = index[a]!;
           const y = index[b]!;
