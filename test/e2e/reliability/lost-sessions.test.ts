@@ -110,6 +110,26 @@ async function expectServedOrResumed(
 }
 
 /**
+ * Expects the run to end within a minute with exit 1, having loaded nothing: its organization's lock was lost and,
+ * when it took it again, the organization had been reset or renamed (the message names both). False if it hung.
+ */
+async function stopsOnItsLostLock(run: CliRun): Promise<boolean> {
+  const result = await endsWithin(run, 60_000);
+  expect(result, 'still running 60 s after the cut').not.toBe('hung');
+  if (result === 'hung') return false;
+  expectNoStackTrace(result);
+  expect(result.code, result.stderr.slice(-2000)).toBe(1);
+  expect(result.summary).toMatchObject({
+    status: 'failed',
+    exitCode: 1,
+    error: { code: 'DB_CONNECTION_LOST' },
+    windows: { loaded: 0 },
+  });
+  expect(result.stderr).toContain('reset, renamed or migrated before it was taken again');
+  return true;
+}
+
+/**
  * Queues for the organization's lock behind the run holding it, cuts the run's lock session, and once the lock is
  * granted runs `work` with it held (on the session that holds it), then lets it go.
  */
@@ -230,19 +250,7 @@ describe('sessions the server closes (the built CLI)', () => {
       await resetTarget(reset, scope, target!.postIdField, target!.filters);
       await reset.query('COMMIT');
     });
-    const result = await endsWithin(run, 60_000);
-    expect(result, 'still running 60 s after the cut').not.toBe('hung');
-    if (result === 'hung') return;
-    expectNoStackTrace(result);
-    expect(result.code, result.stderr.slice(-2000)).toBe(1);
-    expect(result.summary).toMatchObject({
-      status: 'failed',
-      exitCode: 1,
-      error: { code: 'DB_CONNECTION_LOST' },
-      windows: { loaded: 0 },
-    });
-    // The message names a rename too, which also ends a run that lost its session (its id is gone).
-    expect(result.stderr).toContain('reset, renamed or migrated before it was taken again');
+    if (!(await stopsOnItsLostLock(run))) return;
     const next = await runCli(args(schema), cliEnv(sim, db.url));
     expect(next.code, next.stderr.slice(-2000)).toBe(0);
     await expectExact(sim, schema);
@@ -259,18 +267,7 @@ describe('sessions the server closes (the built CLI)', () => {
     await aloneOnceTheRunsLockIsCut(scope, async () => {
       await renameOrganization(db.pool, scope, 'acme', { waitMs: 60_000 });
     });
-    const result = await endsWithin(run, 60_000);
-    expect(result, 'still running 60 s after the cut').not.toBe('hung');
-    if (result === 'hung') return;
-    expectNoStackTrace(result);
-    expect(result.code, result.stderr.slice(-2000)).toBe(1);
-    expect(result.summary).toMatchObject({
-      status: 'failed',
-      exitCode: 1,
-      error: { code: 'DB_CONNECTION_LOST' },
-      windows: { loaded: 0 },
-    });
-    expect(result.stderr).toContain('reset, renamed or migrated before it was taken again');
+    if (!(await stopsOnItsLostLock(run))) return;
     const written = await db.pool.query<{ org: string }>(
       `SELECT DISTINCT org FROM (SELECT _org AS org FROM ${schema}.posts
                                  UNION ALL SELECT org FROM ${schema}.report_windows
