@@ -1,11 +1,13 @@
 /*
  * npm run bench:calendar -- --database-url URL: how long `status --calendar` and `status --html` take on a schema
  * of three years of daily windows for three organizations (a few failed, a few never loaded, the last open). It
- * makes the schema calendar_bench in that database (dropping one of that name it made before), times the built
+ * makes a schema of its own in that database (calendar_bench_ and a random suffix: none of the database's is
+ * touched), times the built
  * CLI end to end (median of 7 runs each, beside `--version`: the CLI's start alone), and, in this process, the
  * history's read (one query) and the drawing. Prints the figures; the schema is dropped at the end.
  */
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +20,7 @@ import { migrate } from '../src/load/migrate.js';
 import { createLogger } from '../src/logger.js';
 import { readHistory } from '../src/pipeline/history-calendar.js';
 
-const SCHEMA = 'calendar_bench';
+const SCHEMA = `calendar_bench_${randomBytes(4).toString('hex')}`;
 const ORGS = ['acme', 'default', 'globex'];
 const TODAY = '2026-11-28';
 const FIRST = '2023-11-28';
@@ -52,10 +54,12 @@ function timeCli(args: string[], databaseUrl: string): number {
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { 'database-url': { type: 'string' } } });
   const databaseUrl = values['database-url'];
-  if (databaseUrl === undefined) throw new Error('bench:calendar needs --database-url');
+  if (databaseUrl === undefined) {
+    process.stderr.write('bench:calendar: name the database: npm run bench:calendar -- --database-url URL\n');
+    process.exit(2);
+  }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   try {
-    await pool.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(SCHEMA)} CASCADE`);
     await migrate(
       pool,
       { schema: SCHEMA, postIdField: 'platform_post_id' },
@@ -113,8 +117,9 @@ async function main(): Promise<void> {
     process.stdout.write(
       `${JSON.stringify(figures, (_, v) => (typeof v === 'number' ? Math.round(v) : v))}\n`,
     );
-    await pool.query(`DROP SCHEMA ${s} CASCADE`);
   } finally {
+    // Its own schema (the random name above): made here, dropped here, also after a failure.
+    await pool.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(SCHEMA)} CASCADE`);
     await pool.end();
   }
 }
