@@ -1,8 +1,10 @@
 import { EXIT, type ExitCode, exitForError } from '../error-policy.js';
 import { EtlError } from '../errors.js';
-import type { RunStatus } from './run-summary.js';
 
 export { EXIT, EXIT_CODE_TABLE, type ExitCode } from '../error-policy.js';
+
+/** How a run ended, in its summary: the word for its exit code. */
+export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted' | 'lock_held' | 'invalid';
 
 /** How a run ended, as far as its exit code goes. */
 export type RunEnd =

@@ -7,9 +7,11 @@ import type { Logger } from '../logger.js';
 import type { Clock } from '../model/clock.js';
 import type { Filters } from '../model/filters.js';
 import type { RunCounters } from './run-counters.js';
-import type { WindowSlots } from './run-groups.js';
 import type { RunStop } from './run-stop.js';
 import type { ProgressEvent } from './run-summary.js';
+
+/** Runs a task when a slot of a budget shared with other runs is free (the run of several organizations). */
+export type WindowSlots = <T>(task: () => Promise<T>) => Promise<T>;
 
 /** What every run needs: configuration, a logger, and optionally a way to stop it and to watch it. */
 export interface RunContext {

@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import type { ClaimOutcome, WindowClaims } from '../load/window-claims.js';
 import type { WindowCommit } from '../load/window-commit.js';
 import { byStart } from '../model/window.js';
+import type { WindowSlots } from './run-context.js';
 import type { WindowFailure } from './run-summary.js';
 import { type WindowStager, windowFailure } from './window-stager.js';
 import type { WindowGroup } from './windows.js';
@@ -15,9 +16,6 @@ export interface LoadOutcome {
   /** Windows another process loaded while this run waited for them. */
   readonly byOthers: number;
 }
-
-/** Runs a task when a slot of a budget shared with other runs is free (the run of several organizations). */
-export type WindowSlots = <T>(task: () => Promise<T>) => Promise<T>;
 
 interface GroupOptions {
   readonly concurrency: number;

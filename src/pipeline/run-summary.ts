@@ -1,8 +1,8 @@
 import type { Window } from '../model/window.js';
 
-export { EXIT } from './exit-codes.js';
+import type { RunStatus } from './exit-codes.js';
 
-export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted' | 'lock_held' | 'invalid';
+export { EXIT, type RunStatus } from './exit-codes.js';
 
 export interface WindowFailure extends Window {
   readonly code: string;
