@@ -1,5 +1,4 @@
 import type { Window } from '../model/window.js';
-
 import type { RunStatus } from './exit-codes.js';
 
 export { EXIT, type RunStatus } from './exit-codes.js';
