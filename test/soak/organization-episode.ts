@@ -17,7 +17,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type pg from 'pg';
+import pg from 'pg';
 import { SETTINGS, type SettingSpec } from '../../src/config.js';
 import { addDays } from '../../src/model/dates.js';
 import type { Window } from '../../src/model/window.js';
@@ -36,11 +36,18 @@ import {
   drawOrganizations,
   type OrganizationRunPlan,
   postsPerWindow,
+  renameTarget,
   richest,
   type SoakOrganization,
   sameIds,
 } from './organization-plan.js';
-import { checkOrganizationState, firstDifference, foreignRows, holdings } from './organization-state.js';
+import {
+  checkOrganizationState,
+  firstDifference,
+  foreignRows,
+  holdings,
+  renameRecords,
+} from './organization-state.js';
 import { drawService } from './service-draw.js';
 import type { PhaseOptions } from './soak-args.js';
 import { add, plannedRuns, report, type Tally } from './soak-tally.js';
@@ -54,7 +61,8 @@ const LONG_KINDS: readonly FaultKind[] = ['report-expires', 'page-token-expires'
 
 /** One organization over an episode: its plan, its ledger, and what its runs changed of its target. */
 interface OrganizationRecord {
-  readonly org: SoakOrganization;
+  /** Its id changes when it is renamed (its token, posts and settings never do). */
+  org: SoakOrganization;
   readonly grid: readonly Window[];
   readonly ledger: Ledger;
   /** The brands of its last --reset that completed, or null. */
@@ -77,6 +85,10 @@ interface Episode {
   readonly baseEnv: Record<string, string>;
   /** Where its organizations files are written (--organizations-file). */
   readonly dir: string;
+  /** The renames made, in their order: the schema's record of renames must hold these. */
+  readonly renames: [string, string][];
+  /** Every id the episode's organizations held: a rename is to an id never used. */
+  readonly usedIds: Set<string>;
 }
 
 /** What the tables of a run's organizations are checked against. */
@@ -88,6 +100,11 @@ interface RunCheck {
   readonly committed: ReadonlyMap<number, ReadonlySet<string>>;
   /** The episode's last check: each organization it ran must hold its current truth in every window. */
   readonly complete: boolean;
+  /**
+   * Organizations renamed since `before` (not in `ran`): their holdings under the old id then (asRenamed), which
+   * their new id must hold now, byte for byte.
+   */
+  readonly renamed?: ReadonlyMap<number, string>;
 }
 
 /** A run's environment: its organization's token and, unless its runs name it by flag or not at all, its id. */
@@ -269,7 +286,15 @@ async function checkRun(ep: Episode, check: RunCheck): Promise<{ problems: strin
   let posts = 0;
   for (const [i, record] of ep.records.entries()) {
     const { org } = record;
-    if (!check.ran.has(i)) {
+    const renamedFrom = check.renamed?.get(i);
+    if (renamedFrom !== undefined) {
+      const after = await holdings(ep.admin, ep.schema, org.id, { asRenamed: true });
+      if (after !== renamedFrom) {
+        problems.push(
+          `${org.id} (renamed) does not hold what its old id held: ${firstDifference(renamedFrom, after)}`,
+        );
+      }
+    } else if (!check.ran.has(i)) {
       ep.tally.organizations.untouchedChecked += 1;
       const after = await holdings(ep.admin, ep.schema, org.id);
       const before = check.before.get(i) ?? '';
@@ -280,6 +305,7 @@ async function checkRun(ep: Episode, check: RunCheck): Promise<{ problems: strin
       }
       continue;
     }
+    // A renamed organization's windows are checked against its ledger under the new id as well: none was lost.
     const ledger = check.complete
       ? await record.ledger.checkComplete(ep.admin)
       : await record.ledger.check(ep.admin, check.committed.get(i) ?? new Set());
@@ -300,6 +326,7 @@ async function checkRun(ep: Episode, check: RunCheck): Promise<{ problems: strin
       ep.schema,
       ep.records.map((r) => r.org.id),
     )),
+    ...(await renameRecords(ep.admin, ep.schema, ep.renames)),
   );
   return { problems, posts };
 }
@@ -402,6 +429,8 @@ async function faultyRun(
   const brands = resetRecord === undefined ? null : pickBrands(random, resetRecord, ep.from, ep.to);
 
   const ran = new Set(plan.organizations);
+  const beside = await planRenameBeside(ep, random, ran, faults.kinds);
+  // The organization renamed beside the run is snapshot under its old id too: what it must hold if the rename fails.
   const before = await snapshotOthers(ep, ran);
   const commands = throughFile
     ? [fileCommand(ep, plan.organizations, reload ? ['--reload'] : [])]
@@ -415,12 +444,14 @@ async function faultyRun(
         return { args, env: envOf(ep, record.org) };
       });
   const runStarted = Date.now();
+  const renaming = beside === null ? null : startRenameBeside(ep, beside);
   const outcome = await faultyProcesses(commands, ep.sim, ep.admin, faults, options.runGuardMs, {
     victim: throughFile ? 0 : plan.victim,
   });
   const runMs = Date.now() - runStarted;
   ep.sim.setFaults(NO_FAULTS);
   tally.runs += 1;
+  const renameEnd = renaming === null ? null : await renaming.afterRun();
   const alone = plan.organizations.length === 1;
   if (alone) tally.organizations.soloRuns += 1;
   else add(tally.organizations.atOnce, String(plan.organizations.length));
@@ -491,7 +522,25 @@ async function faultyRun(
       problems.push(`${who}: unexpected exit ${exitLabel(code, signal)}: ${lastError(process.result)}`);
     }
   }
-  const check = await checkRun(ep, { ran, before, committed, complete: false });
+  let renamedLine = '';
+  const renamed = new Map<number, string>();
+  if (beside !== null && renameEnd !== null) {
+    const who = `rename-organization --from ${beside.from} --to ${beside.to} (beside the run)`;
+    const renameProblems = applyRename(ep, random, beside.index, beside.to, renameEnd.result, who);
+    problems.push(...renameProblems);
+    if (renameProblems.length === 0) {
+      renamed.set(beside.index, beside.holdings);
+      if (renameEnd.during) tally.organizations.renamesBeside += 1;
+      else tally.organizations.renamesAfter += 1;
+    }
+    // Struck when the rename was done while the run was at work; one the run ended before is done all the same.
+    const done = renameProblems.length === 0 && renameEnd.during ? 1 : 0;
+    tally.faults.record(`organizations run ${tally.runs}`, ['rename-beside-run'], {
+      'rename-beside-run': done,
+    });
+    renamedLine = ` ${beside.from} renamed ${beside.to} ${renameEnd.during ? 'during' : 'after'} the run, exit ${exitLabel(renameEnd.result.code, renameEnd.result.signal)};`;
+  }
+  const check = await checkRun(ep, { ran, before, committed, complete: false, renamed });
   problems.push(...check.problems);
   const label = `organizations run ${tally.runs}`;
   (alone ? tally.faults : tally.faultsAtOnce).record(label, faults.kinds, served);
@@ -513,11 +562,204 @@ async function faultyRun(
   report(
     tally,
     options,
-    `run ${tally.runs}: ${ep.label}${reload ? ' --reload' : ''} [${processes}] faults [${faults.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] struck [${struck.join(', ')}] in ${runMs} ms`,
+    `run ${tally.runs}: ${ep.label}${reload ? ' --reload' : ''} [${processes}]${renamedLine} faults [${faults.kinds.join(', ')}] fired [${outcome.fired.join(', ')}] struck [${struck.join(', ')}] in ${runMs} ms`,
     problems,
     outcome.processes.map((process) => process.result),
   );
   return failed;
+}
+
+/** Kinds that cut the connector's sessions: a rename beside a run is never planned with them (see renameBeside). */
+const SESSION_KINDS: readonly FaultKind[] = ['db-connection-killed', 'failover', 'idle-cut'];
+
+/**
+ * The organizations among `indexes` that hold a target or windows: those a rename can move (one of an id that holds
+ * nothing is refused, exit 2).
+ */
+async function renamable(ep: Episode, indexes: readonly number[]): Promise<number[]> {
+  const { rows } = await ep.admin.query<{ ready: boolean }>(
+    'SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready',
+    [`${pg.escapeIdentifier(ep.schema)}.sync_state`, `${pg.escapeIdentifier(ep.schema)}.report_windows`],
+  );
+  if (rows[0]?.ready !== true) return [];
+  const s = pg.escapeIdentifier(ep.schema);
+  const held = await ep.admin.query<{ org: string }>(
+    `SELECT org FROM ${s}.sync_state UNION SELECT org FROM ${s}.report_windows`,
+  );
+  const orgs = new Set(held.rows.map((r) => r.org));
+  return indexes.filter((i) => orgs.has(ep.records[i]?.org.id ?? ''));
+}
+
+/** `rename-organization --from --to` of the episode's schema, through the built CLI. */
+function renameCommand(
+  ep: Episode,
+  from: string,
+  to: string,
+): { args: string[]; env: Record<string, string> } {
+  return {
+    args: ['rename-organization', '--from', from, '--to', to, '--schema', ep.schema],
+    env: { ...ep.baseEnv, POST_REPORTS_NOW: ep.sim.now() },
+  };
+}
+
+/**
+ * What is wrong with a rename's outcome (it must exit 0, its summary naming both ids); when there is nothing, the
+ * organization now has the new id: in its record, its ledger and the episode's renames. A default organization,
+ * which its runs did not name, is named by them from now on.
+ */
+function applyRename(
+  ep: Episode,
+  random: Random,
+  index: number,
+  to: string,
+  result: CliResult,
+  who: string,
+): string[] {
+  const record = ep.records[index] as OrganizationRecord;
+  const from = record.org.id;
+  const summary = result.summary as { status?: unknown; from?: unknown; to?: unknown } | undefined;
+  if (result.code !== 0 || summary?.status !== 'succeeded' || summary.from !== from || summary.to !== to) {
+    return [`${who} exited ${exitLabel(result.code, result.signal)}: ${lastError(result)}`];
+  }
+  const via = record.org.via === 'default' ? (random.chance(0.5) ? 'flag' : 'env') : record.org.via;
+  record.org = { ...record.org, id: to, via };
+  record.ledger.rename(to);
+  ep.renames.push([from, to]);
+  ep.usedIds.add(to);
+  return [];
+}
+
+/**
+ * Between runs: one organization renamed to an id of another form, through the built CLI. Its rows and state must
+ * then be under the new id exactly as they were under the old one (none left under the old), and every other
+ * organization's byte for byte as before. Counted as the kind `organization-rename`, struck when it was done.
+ */
+async function renameBetweenRuns(ep: Episode, random: Random): Promise<void> {
+  const { tally } = ep;
+  const candidates = await renamable(
+    ep,
+    ep.records.map((_, i) => i),
+  );
+  const index = random.pick(candidates.length > 0 ? candidates : [-1]);
+  if (index < 0) return;
+  const record = ep.records[index] as OrganizationRecord;
+  const from = record.org.id;
+  const to = renameTarget(random, from, ep.usedIds);
+  const before = await snapshotOthers(ep, new Set([index]));
+  const renamed = new Map([[index, await holdings(ep.admin, ep.schema, from, { asRenamed: true })]]);
+  const { args, env } = renameCommand(ep, from, to);
+  const result = await runCli(args, env);
+  tally.runs += 1;
+  add(tally.exits, exitLabel(result.code, result.signal));
+  const who = `rename-organization --from ${from} --to ${to}`;
+  const problems = applyRename(ep, random, index, to, result, who);
+  if (problems.length === 0) tally.organizations.renames += 1;
+  const check = await checkRun(ep, {
+    ran: new Set(),
+    before,
+    committed: new Map(),
+    complete: false,
+    renamed,
+  });
+  problems.push(...check.problems);
+  const label = `organizations run ${tally.runs}`;
+  tally.faults.record(label, ['organization-rename'], {
+    'organization-rename': problems.length === 0 ? 1 : 0,
+  });
+  report(tally, ep.options, `run ${tally.runs}: ${ep.label} ${who}`, problems, [result]);
+}
+
+/**
+ * Between runs: one organization reset over the episode's range (`backfill --organization X --reset --yes`, its
+ * own settings and brands). It must exit 0 with every window of the organization holding its current truth, and
+ * every other organization byte for byte as before. Counted as the kind `organization-reset`.
+ */
+async function resetBetweenRuns(ep: Episode, random: Random): Promise<void> {
+  const { tally } = ep;
+  const index = random.int(ep.records.length);
+  const record = ep.records[index] as OrganizationRecord;
+  // A later run: the API no longer hands back a report that failed or vanished in the faulty runs.
+  ep.sim.advanceTime(PAST_REUSE_MS);
+  const ran = new Set([index]);
+  const before = await snapshotOthers(ep, ran);
+  const named: OrganizationRecord = { ...record, org: { ...record.org, via: 'flag' } };
+  const args = argsOf(ep, named, ['--reset', '--yes']);
+  const result = await runCli(args, envOf(ep, named.org));
+  tally.runs += 1;
+  add(tally.exits, exitLabel(result.code, result.signal));
+  const who = `backfill --organization ${record.org.id} --reset`;
+  const problems: string[] = [];
+  if (result.code === 0 && result.summary?.reset !== undefined) {
+    record.ledger.reset(record.brands);
+    record.resets += 1;
+    tally.organizations.resetsBetween += 1;
+  } else problems.push(`${who} exited ${exitLabel(result.code, result.signal)}: ${lastError(result)}`);
+  const check = await checkRun(ep, { ran, before, committed: new Map(), complete: problems.length === 0 });
+  problems.push(...check.problems);
+  const label = `organizations run ${tally.runs}`;
+  tally.faults.record(label, ['organization-reset'], { 'organization-reset': problems.length === 0 ? 1 : 0 });
+  report(tally, ep.options, `run ${tally.runs}: ${ep.label} ${who}, ${check.posts} posts`, problems, [
+    result,
+  ]);
+}
+
+/** A rename planned beside a faulty run: of an organization the run does not start. */
+interface RenameBeside {
+  readonly index: number;
+  readonly from: string;
+  readonly to: string;
+  /** Its holdings before the run (asRenamed), which the new id must hold after it. */
+  readonly holdings: string;
+}
+
+/**
+ * Plans, now and then, a rename of an organization a faulty run does not start, made while the run is at work:
+ * never beside faults that cut the connector's sessions (the rename's own would be cut too, and a rename cut short
+ * is only finished by running it again).
+ */
+async function planRenameBeside(
+  ep: Episode,
+  random: Random,
+  ran: ReadonlySet<number>,
+  kinds: readonly FaultKind[],
+): Promise<RenameBeside | null> {
+  const others = await renamable(
+    ep,
+    ep.records.map((_, i) => i).filter((i) => !ran.has(i)),
+  );
+  if (!random.chance(0.3) || others.length === 0 || kinds.some((k) => SESSION_KINDS.includes(k))) return null;
+  const index = random.pick(others);
+  const from = ep.records[index]?.org.id ?? '';
+  const to = renameTarget(random, from, ep.usedIds);
+  return { index, from, to, holdings: await holdings(ep.admin, ep.schema, from, { asRenamed: true }) };
+}
+
+/**
+ * Starts the rename once the simulator answered the run's first report creation (the run at work), or, if it never
+ * does, once the run is over; `during` says which.
+ */
+function startRenameBeside(
+  ep: Episode,
+  beside: RenameBeside,
+): { afterRun: () => Promise<{ result: CliResult; during: boolean }> } {
+  const { args, env } = renameCommand(ep, beside.from, beside.to);
+  let started: Promise<CliResult> | undefined;
+  let during = false;
+  const start = (): Promise<CliResult> => {
+    started ??= runCli(args, env);
+    return started;
+  };
+  const stop = ep.sim.onServed((kind) => {
+    if (kind !== 'creation' || started !== undefined) return;
+    during = true;
+    void start();
+  });
+  return {
+    afterRun: async () => {
+      stop();
+      return { result: await start(), during };
+    },
+  };
 }
 
 function describe(org: SoakOrganization, all: readonly SoakOrganization[]): string {
@@ -598,6 +840,8 @@ export async function organizationEpisode(
       richest: rich,
       baseEnv: cliEnv(sim, databaseUrl, CLEAN_ENV),
       dir,
+      renames: [],
+      usedIds: new Set(organizations.map((org) => org.id)),
     };
     tally.episodes += 1;
     const o = tally.organizations;
@@ -619,6 +863,13 @@ export async function organizationEpisode(
         ep.sim.advanceTime(PAST_REUSE_MS);
         tally.recoveryRuns += 1;
         await cleanRun(ep, i, 'recovery run', [], false);
+      }
+      // Between runs, now and then, in turn: an organization renamed to an id of another form, or one reset.
+      if (plannedRuns(tally) < options.runs - 1 && random.chance(0.5)) {
+        const turn = o.betweenRuns;
+        o.betweenRuns += 1;
+        if (turn % 2 === 0) await renameBetweenRuns(ep, random);
+        else await resetBetweenRuns(ep, random);
       }
     }
     // A later run: the API no longer hands back a report that failed or vanished in the faulty runs.

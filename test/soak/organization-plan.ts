@@ -25,8 +25,49 @@ export interface SoakOrganization {
   readonly selectionArgs: readonly string[];
 }
 
-/** Ids to draw from: a 16-character one among them, the longest an id may be. */
-const IDS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark_2', 'tyrell', 'longest_org_id16'];
+/**
+ * Ids to draw from, as other systems name organizations: with `-` and `.`, of either case, two that differ in case
+ * alone, a 64-character one (the longest an id may be), and UUIDs (drawn: see uuidOf).
+ */
+const IDS = [
+  'acme-emea',
+  'ACME.eu',
+  'acme.EU',
+  'Globex.Corp-NA',
+  'initech_2',
+  'umbrella',
+  'h',
+  `tyrell-${'x'.repeat(50)}.corp-64`,
+  'uuid',
+  'uuid',
+];
+
+/** A UUID (version 4 in form) from `random`, so from the printed seed; upper case now and then. */
+export function uuidOf(random: Random): string {
+  const hex = (n: number) => Array.from({ length: n }, () => random.int(16).toString(16)).join('');
+  const variant = (8 + random.int(4)).toString(16);
+  const id = `${hex(8)}-${hex(4)}-4${hex(3)}-${variant}${hex(3)}-${hex(12)}`;
+  return random.chance(0.25) ? id.toUpperCase() : id;
+}
+
+/**
+ * The id an organization is renamed to: a form other systems use (a UUID, `acme-emea`, `ACME.eu`, mixed case),
+ * never one the episode has used (`used`: ids held now and ids renamed away).
+ */
+export function renameTarget(random: Random, from: string, used: ReadonlySet<string>): string {
+  const base = from === 'default' || from.length > 40 || /^[0-9a-f-]{36}$/i.test(from) ? 'brand' : from;
+  for (let n = 2; ; n += 1) {
+    const forms = [
+      uuidOf(random),
+      `${base}-emea`,
+      `${base.toUpperCase()}.eu`,
+      `${base.slice(0, 1).toUpperCase()}${base.slice(1)}.Corp-${n}`,
+      `${base}_${n}.v${n}`,
+    ];
+    const id = random.pick(forms);
+    if (!used.has(id) && id !== 'default' && id.length <= 64) return id;
+  }
+}
 
 /** Filters every simulated organization can serve: US and JP, Instagram and Pinterest are in each one's lists. */
 const FILTERS: readonly {
@@ -80,7 +121,8 @@ export function drawOrganizations(random: Random): SoakOrganization[] {
   const withDefault = random.chance(0.5) ? random.int(count) : -1;
   const organizations: SoakOrganization[] = [];
   for (let i = 0; i < count; i += 1) {
-    const id = i === withDefault ? 'default' : (ids.splice(random.int(ids.length), 1)[0] ?? `org_${i}`);
+    const drawn = ids.splice(random.int(ids.length), 1)[0] ?? `org_${i}`;
+    const id = i === withDefault ? 'default' : drawn === 'uuid' ? uuidOf(random) : drawn;
     const earlier =
       i === 1 ? organizations[0] : i > 1 && random.chance(0.35) ? random.pick(organizations) : undefined;
     let seed = earlier === undefined ? random.int(100_000) : earlier.seed + 97 * (1 + random.int(4));

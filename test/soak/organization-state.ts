@@ -41,15 +41,33 @@ async function organizationTables(pool: pg.Pool, schema: string): Promise<(reado
 }
 
 /**
+ * Tables keyed by organization whose rows a rename changes beyond the id: the key table (the old id's key retired,
+ * a new one given), the record of renames (its rows stay under the id renamed away), and the stages with their
+ * progress, which a rename drops (a window in progress is staged again by its next run). RENAME_RECORDS is checked
+ * on its own (renameRecords).
+ */
+const RENAME_RECORDS = 'organization_renames';
+const changedByRename = (table: string): boolean =>
+  table === 'organization_keys' || table === RENAME_RECORDS || table.startsWith('stage_');
+
+/**
  * Every row and state row of an organization, as text, for "a run of others left it as it was". Columns that are
  * NULL are left out: a field column another organization's run added is NULL in these rows, and changes none of
- * them.
+ * them. With `asRenamed`, without the id itself and the tables a rename changes otherwise (changedByRename): what
+ * must read the same under the new id after a rename as under the old one before it.
  */
-export async function holdings(pool: pg.Pool, schema: string, org: string): Promise<string> {
+export async function holdings(
+  pool: pg.Pool,
+  schema: string,
+  org: string,
+  options: { asRenamed?: boolean } = {},
+): Promise<string> {
   const parts: string[] = [];
   for (const [table, column] of await organizationTables(pool, schema)) {
+    if (options.asRenamed === true && changedByRename(table)) continue;
+    const row = options.asRenamed === true ? `to_jsonb(t) - ${pg.escapeLiteral(column)}` : 'to_jsonb(t)';
     const { rows } = await pool.query<{ row: string }>(
-      `SELECT jsonb_strip_nulls(to_jsonb(t))::text AS row FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)} t
+      `SELECT jsonb_strip_nulls(${row})::text AS row FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)} t
         WHERE ${pg.escapeIdentifier(column)} = $1 ORDER BY 1`,
       [org],
     );
@@ -76,10 +94,14 @@ export function firstDifference(before: string, after: string): string {
   return '(none)';
 }
 
-/** Rows of the schema, in any of its tables, that name none of the episode's organizations. */
+/**
+ * Rows of the schema, in any of its tables, that name none of the episode's organizations (the record of renames
+ * excepted, which keeps the ids renamed away: see renameRecords).
+ */
 export async function foreignRows(pool: pg.Pool, schema: string, orgs: readonly string[]): Promise<string[]> {
   const problems: string[] = [];
   for (const [table, column] of await organizationTables(pool, schema)) {
+    if (table === RENAME_RECORDS) continue;
     const { rows } = await pool.query<{ org: string; n: number }>(
       `SELECT ${pg.escapeIdentifier(column)} AS org, count(*)::int AS n
          FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}
@@ -221,4 +243,33 @@ export async function checkOrganizationState(
     }
   }
   return problems;
+}
+
+/**
+ * What is wrong with the schema's record of renames: it must hold each rename the episode made (`from -> to`, in
+ * their order) and no other.
+ */
+export async function renameRecords(
+  pool: pg.Pool,
+  schema: string,
+  renames: readonly (readonly [string, string])[],
+): Promise<string[]> {
+  const { rows } = await pool.query<{ ready: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ready', [
+    `${pg.escapeIdentifier(schema)}.${RENAME_RECORDS}`,
+  ]);
+  if (rows[0]?.ready !== true) {
+    return renames.length === 0
+      ? []
+      : [`${schema} has no ${RENAME_RECORDS}, after ${renames.length} renames`];
+  }
+  const found = (
+    await pool.query<{ line: string }>(
+      `SELECT org || ' -> ' || renamed_to AS line FROM ${pg.escapeIdentifier(schema)}.${RENAME_RECORDS}
+        ORDER BY renamed_at, org`,
+    )
+  ).rows.map((r) => r.line);
+  const expected = renames.map(([from, to]) => `${from} -> ${to}`);
+  return isDeepStrictEqual(found, expected)
+    ? []
+    : [`${RENAME_RECORDS} holds ${JSON.stringify(found)}, not the renames made ${JSON.stringify(expected)}`];
 }

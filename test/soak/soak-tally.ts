@@ -66,6 +66,14 @@ export interface OrganizationTally {
   fileRuns: number;
   /** How the organizations of those runs ended, by their own exit codes in the summary. */
   readonly fileEnds: Record<string, number>;
+  /** Renames or resets made between runs (each its own run), in turn. */
+  betweenRuns: number;
+  /** Renames done between runs; beside a faulty run of others, while it was at work or (it ended first) after it. */
+  renames: number;
+  renamesBeside: number;
+  renamesAfter: number;
+  /** Resets of one organization over its range, its settings unchanged, between runs. */
+  resetsBetween: number;
 }
 
 export function add(counts: Record<string, number>, key: string, n = 1): void {
@@ -160,6 +168,11 @@ export function newTally(faults: FaultTally, faultsAtOnce: FaultTally): Tally {
       untouchedChecked: 0,
       fileRuns: 0,
       fileEnds: {},
+      betweenRuns: 0,
+      renames: 0,
+      renamesBeside: 0,
+      renamesAfter: 0,
+      resetsBetween: 0,
     },
   };
 }

@@ -450,6 +450,7 @@ function printOrganizations(o: OrganizationTally): string[] {
     `soak: organizations an episode ${JSON.stringify(o.perEpisode)}; pairs sharing post ids ${o.collidingPairs}; episodes with the default organization ${o.withDefault}; organizations with filters of their own ${o.filtered}, with a field selection ${o.selecting}`,
     `soak: faulty runs of one organization ${o.soloRuns}, of several at once (by their number) ${JSON.stringify(o.atOnce)}; resets completed alone ${o.resetsAlone}, alongside others' runs ${o.resetsAlongside}`,
     `soak: organizations a run did not start, found byte for byte as before it: ${o.untouchedChecked} checks`,
+    `soak: renames between runs ${o.renames}, beside a run of others while it was at work ${o.renamesBeside} (after it, the run having ended first: ${o.renamesAfter}); resets of one organization between runs ${o.resetsBetween}`,
     ...(o.fileRuns > 0
       ? [
           `soak: runs of several organizations in one process (--organizations FILE) ${o.fileRuns}, their organizations' ends ${JSON.stringify(o.fileEnds)}`,

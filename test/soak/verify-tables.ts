@@ -93,7 +93,7 @@ export class Ledger {
   readonly #epochs: SimulatorPost[][] = [];
   readonly #entries = new Map<string, LedgerEntry>();
   #brands: readonly string[] | null = null;
-  readonly #organization: LedgerOrganization | undefined;
+  #organization: LedgerOrganization | undefined;
 
   /** With `organization`, that organization's rows and posts only, under its filters and field selection. */
   constructor(
@@ -122,10 +122,19 @@ export class Ledger {
     this.#epochs.push(this.#sim.referencePosts(this.#range, token));
   }
 
-  /** A --reset with new filters completed: nothing of the old filters may remain. */
-  reset(brands: readonly string[]): void {
+  /**
+   * A --reset completed, with new brands or those it had (null: none): nothing loaded before it may remain, so
+   * every window it holds now was loaded by it.
+   */
+  reset(brands: readonly string[] | null): void {
     this.#entries.clear();
     this.#brands = brands;
+  }
+
+  /** The organization was renamed: its rows are read under `org` from now on, the windows it held the same. */
+  rename(org: string): void {
+    if (this.#organization === undefined) throw new Error('a ledger of no organization cannot be renamed');
+    this.#organization = { ...this.#organization, org };
   }
 
   truth(epoch: number, window: Window): SimulatorPost[] {
