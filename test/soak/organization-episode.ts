@@ -13,6 +13,16 @@
  * the summary's `organizations` must name each once, with an exit code its faults allow, and the process's exit
  * code must be the most serious of theirs. Such a run resets none (a --reset is one organization's). The episode
  * then ends with one clean run of every organization through the file.
+ *
+ * In both modes, ids take the forms other systems use (organization-plan.ts), and now and then between runs one
+ * organization is renamed to an id never used (`rename-organization`) or reset over the range with its settings
+ * (`backfill --organization X --reset --yes`); a rename also comes beside a faulty run of other organizations,
+ * started once the run's first report was created. After a rename, the new id must hold byte for byte what the old
+ * one held (the key, stages and the record of renames aside), the old id nothing, the schema's record of renames
+ * each rename made; after a reset, the organization every window of its current truth. Every other organization
+ * must hold its rows and state byte for byte as before. Each counts as a fault kind (`organization-rename`,
+ * `rename-beside-run`, `organization-reset`), struck when it was done (a rename beside a run: while the run was
+ * at work).
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

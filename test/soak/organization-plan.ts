@@ -37,7 +37,7 @@ const IDS = [
   'initech_2',
   'umbrella',
   'h',
-  `tyrell-${'x'.repeat(50)}.corp-64`,
+  `tyrell-${'x'.repeat(64 - 'tyrell-.corp-64'.length)}.corp-64`,
   'uuid',
   'uuid',
 ];

@@ -50,7 +50,10 @@ const CI_PHASES: readonly SoakPhase[] = [
 /** `--ci --organizations`: a short phase of several organizations a schema, from CI_SEED too. */
 const CI_ORGANIZATION_PHASES: readonly SoakPhase[] = [{ runs: 20, concurrent: false, organizations: true }];
 
-/** `--ci --organizations-file`: as short, the organizations of a run in one process through their file. */
+/**
+ * `--ci --organizations-file`: as short, the organizations of a run in one process through their file; from
+ * CI_SEED it renames organizations between runs and beside a run, and resets one, each at least once.
+ */
 const CI_ORGANIZATIONS_FILE_PHASES: readonly SoakPhase[] = [
   { runs: 20, concurrent: false, organizations: true, organizationsFile: true },
 ];
