@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { Config, OrganizationConfig } from '../config.js';
+import { retriesRequest } from '../error-policy.js';
 import { ConfigError, EtlError, oneLine } from '../errors.js';
 import { connectionError } from '../load/connection-error.js';
 import { closePool, createPool } from '../load/database.js';
@@ -62,7 +63,9 @@ const NO_WINDOWS: RunSummary['windows'] = {
  * concurrency) within that. At most `concurrency` organizations run at once, as each holds connections of its own
  * (its locks, its claims) for as long as it runs. One that cannot start or fails (its settings wrong, its token
  * rejected, its API down) is summed up as such and the others go on; a signal stops them all, each resuming where
- * it was on the next run.
+ * it was on the next run. One whose start the API kept refusing for a while (429, 5xx, no answer: its requests
+ * out of retries) is started once more when the others are done: an API that caps the requests in flight may
+ * have been busy with theirs.
  */
 export async function runOrganizations(
   options: OrganizationsOptions,
@@ -80,10 +83,21 @@ export async function runOrganizations(
     `running ${organizations.length} organizations`,
   );
   await migrateFirst(config, logger, options.signal);
-  const summaries = await Promise.all(
+  const slots = <T>(task: () => Promise<T>) => windowSlots(task);
+  const again = organizations.length > 1;
+  const first = await Promise.all(
     organizations.map((organization) =>
-      organizationSlots(() => runOne(organization, options, run, (task) => windowSlots(task))),
+      organizationSlots(() => runOne(organization, options, run, slots, again)),
     ),
+  );
+  const summaries = await Promise.all(
+    organizations.map(async (organization, i): Promise<OrganizationSummary> => {
+      const summary = first[i];
+      if (summary !== START_AGAIN && summary !== undefined) return summary;
+      const last = await organizationSlots(() => runOne(organization, options, run, slots, false));
+      // Never again: runOne was told not to.
+      return last === START_AGAIN ? notRun(organization.id, undefined, started) : last;
+    }),
   );
   const exitCode = mostSerious(summaries.map((s) => s.exitCode));
   const worst = summaries.find((s) => s.exitCode === exitCode);
@@ -142,12 +156,20 @@ async function migrateFirst(config: Config, logger: Logger, signal: AbortSignal 
   }
 }
 
+/** What runOne returns for an organization to be started once more when the others are done. */
+const START_AGAIN = Symbol('start again');
+
+/**
+ * One organization's run, summed up. With `again`, one whose start the API kept refusing (see runOrganizations)
+ * returns START_AGAIN instead.
+ */
 async function runOne(
   organization: OrganizationConfig,
   options: OrganizationsOptions,
   run: OrganizationRun,
   windowSlots: <T>(task: () => Promise<T>) => Promise<T>,
-): Promise<OrganizationSummary> {
+  again: boolean,
+): Promise<OrganizationSummary | typeof START_AGAIN> {
   const { id } = organization;
   const logger = options.logger.child({ organization: id });
   const started = Date.now();
@@ -173,6 +195,13 @@ async function runOne(
     const { command: _command, version: _version, ...rest } = summary;
     return { organization: id, ...rest, exitCode: summary.exitCode as ExitCode };
   } catch (error) {
+    if (again && !stopped() && retriesRequest(error)) {
+      logger.warn(
+        { code: error instanceof EtlError ? error.code : 'UNEXPECTED', reason: oneLine(String(error)) },
+        'organization could not start: started again once the others are done',
+      );
+      return START_AGAIN;
+    }
     const cause = stopped() ? options.signal?.reason : error;
     logger.error(
       {

@@ -256,6 +256,60 @@ describe('backfill --organizations FILE', () => {
       expect(check.problems, o.org).toEqual([]);
     }
   });
+
+  it('starts an organization whose start the API kept refusing once more when the others are done, and loads it exact', async () => {
+    // Its API answers 429 (Retry-After: 0) until it has refused three requests: its start runs out of attempts
+    // while the other organization loads, as when an API that caps the requests in flight is busy with the others'.
+    const busy = await startSimulator({
+      seed: 13,
+      organizations: [{ token: 'token-busy', seed: 9, postsPerDay: 10 }],
+    });
+    try {
+      busy.setFaults({ rateLimitShare: 1, retryAfterSeconds: 0 });
+      let refused = 0;
+      const stop = busy.onServed((kind) => {
+        if (kind !== 'rate-limit') return;
+        refused += 1;
+        if (refused === 3) busy.setFaults({ rateLimitShare: 0 });
+      });
+      const acme = ORGS[0]!;
+      const file = privateFile(
+        'busy.json',
+        JSON.stringify({
+          acme: { POST_REPORTS_BASE_URL: east.baseUrl, POST_REPORTS_TOKEN: acme.token, ...acme.settings },
+          'Busy.Brand-EU': {
+            POST_REPORTS_BASE_URL: busy.baseUrl,
+            POST_REPORTS_TOKEN: 'token-busy',
+            POST_REPORTS_MAX_ATTEMPTS: 3,
+          },
+        }),
+      );
+      const run = await runCli(
+        ['backfill', '--from', FROM, '--to', TO, '--organizations', file],
+        env('busy'),
+      );
+      stop();
+      expect(refused).toBe(3);
+      expect(run.code, run.stderr.slice(-3000)).toBe(0);
+      const [first, second] = organizationsOf(run.summary);
+      expect(first).toMatchObject({ organization: 'acme', status: 'succeeded', exitCode: 0 });
+      expect(second).toMatchObject({ organization: 'Busy.Brand-EU', status: 'succeeded', exitCode: 0 });
+      expect(run.stderr).toContain('organization could not start: started again once the others are done');
+      const reference = busy.referencePosts({ start_date: FROM, end_date: TO }, 'token-busy');
+      expect(second!.posts).toBe(reference.length);
+      const check = await compareWithReference(
+        db.pool,
+        'busy',
+        reference,
+        'platform_post_id',
+        'Busy.Brand-EU',
+      );
+      expect(check.problems).toEqual([]);
+      expect(await exact('busy', acme)).toEqual([]);
+    } finally {
+      await busy.close();
+    }
+  });
 });
 
 describe('sync --organizations FILE', () => {
