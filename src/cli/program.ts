@@ -237,6 +237,7 @@ function runCommandsOf(io: Io): Command[] {
 
 function demoCommandOf(io: Io): Command {
   return withExample(new Command('demo'), 'demo --days 7 --keep')
+    .summary('Load 30 days from the simulator into a schema of its own, and show the rows')
     .description(
       'Start the API simulator and a database (--database-url, else an embedded PostgreSQL), load the last 30 days into a schema of its own, and show the rows',
     )
@@ -354,6 +355,7 @@ function adminCommandsOf(io: Io): Command[] {
   const planFlags = [...DB_READ_FLAGS, 'windowDays', 'lookbackDays', 'startDate', ...COMMON_FLAGS] as const;
   const plan = addSettingFlags(
     withExample(new Command('plan'), 'plan --from 2026-01-01 --to 2026-03-31')
+      .summary('Print the windows a backfill (or a sync) would load, with their state')
       .description(
         'Print the windows a backfill (or a sync, with --sync) would load, with their state (a table on a terminal, JSON lines otherwise); reads only',
       )
@@ -386,6 +388,7 @@ function adminCommandsOf(io: Io): Command[] {
       new Command('rename-organization'),
       'rename-organization --from default --to acme --schema post_reports',
     )
+      .summary("Move an organization's rows and state to another id")
       .description(
         "Move an organization's rows and state to another id, a month at a time; run it again if cut short (a schema loaded before organizations holds them under default)",
       )
@@ -405,6 +408,7 @@ function adminCommandsOf(io: Io): Command[] {
   const config = addSettingFlags(
     withExample(new Command('config'), 'config --schema post_reports')
       .alias('doctor')
+      .summary('Show every setting in force and where it came from; check the API and the database')
       .description(
         'Show every setting in force, its value (secrets hidden) and where it came from, then check the API, the token, the database, the privileges and the pooler, one line each (exit 0 all well, 2 to fix)',
       )
@@ -423,6 +427,7 @@ function adminCommandsOf(io: Io): Command[] {
       'dbt-sources --schedule-hours 6 --schema post_reports',
       'dbt-sources --warn-after 30 --error-after 48',
     )
+      .summary('Print a dbt sources.yml for the schema as loaded')
       .description(
         'Print a dbt sources.yml for the schema as loaded: its tables, every column described, and a freshness check from the schedule',
       )
