@@ -205,6 +205,29 @@ async function dropEmptied(db: Queryable, schema: string, partition: OrgPartitio
   await db.query(queries.dropTable(schema, partition.name));
 }
 
+/**
+ * The rename cut short that the organization is part of (renamed away from its id, or to it), or null. Its state
+ * moved in the first step, while partitions of the old id still hold rows to move: a run of either id then would
+ * write rows the rename's next run moves again, or reload windows whose rows are still under the old id. Such a
+ * run must not start before the rename is run again.
+ */
+export async function unfinishedRename(
+  db: Queryable,
+  scope: Scope,
+): Promise<{ readonly from: string; readonly to: string } | null> {
+  const { rows } = await db.query<{ from: string; to: string }>(
+    `SELECT org AS "from", renamed_to AS "to" FROM ${qualified(scope.schema, 'organization_renames')}
+      WHERE org = $1 OR renamed_to = $1 ORDER BY renamed_at DESC`,
+    [scope.org],
+  );
+  for (const rename of rows) {
+    const from: Scope = { schema: scope.schema, org: rename.from };
+    if ((await renamedTo(db, from)) !== rename.to || (await holds(db, from))) continue;
+    if ((await partitionsOf(db, from)).length > 0) return rename;
+  }
+  return null;
+}
+
 async function holds(db: Queryable, scope: Scope): Promise<boolean> {
   const { rows } = await db.query<{ found: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM ${qualified(scope.schema, 'sync_state')} WHERE org = $1)

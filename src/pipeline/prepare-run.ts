@@ -7,6 +7,7 @@ import { retryDatabase } from '../load/database-retry.js';
 import { type DeclaredType, expectedFields } from '../load/declared-types.js';
 import { migrate } from '../load/migrate.js';
 import { organizationKey } from '../load/organization-keys.js';
+import { unfinishedRename } from '../load/organization-rename.js';
 import { addDeclaredColumns } from '../load/schema-evolution.js';
 import { type Scope, scopeName } from '../load/scope.js';
 import { type DroppedStage, dropStagesNotResumed } from '../load/stage-sweep.js';
@@ -73,6 +74,13 @@ export async function prepareRun(
     org: scope.org,
   };
   await migrate(pool, target, logger, signal);
+  const renaming = await unfinishedRename(pool, scope);
+  if (renaming !== null) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${scopeName(scope)} is part of a rename cut short, from ${JSON.stringify(renaming.from)} to ${JSON.stringify(renaming.to)}: finish it first (rename-organization --from ${renaming.from} --to ${renaming.to}), then run again`,
+    );
+  }
   // The key that names the organization's partitions and stages, given once, before anything is made of it.
   await organizationKey(pool, scope);
   let reset: ResetCounts | undefined;

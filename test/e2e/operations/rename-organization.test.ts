@@ -143,4 +143,52 @@ describe('rename-organization', () => {
       ['globex', 'loaded', false],
     ]);
   });
+
+  it('a rename cut short: a run of either id is refused in one line until the rename is run again', async () => {
+    const schema = 'renamed_cut';
+    const range = ['--from', '2026-03-23', '--to', '2026-04-12', '--schema', schema];
+    const loaded = await runCli(['backfill', ...range, '--organization', 'initech'], cliEnv(sim, db.url));
+    expect(loaded.code, loaded.stderr).toBe(0);
+    // April's rows held by another transaction: the rename moves March, then waits for April past its lock timeout,
+    // and gives up (no wait for the database's faults), cut short.
+    const blocker = await db.pool.connect();
+    const rename = ['rename-organization', '--from', 'initech', '--to', 'Initech-EMEA', '--schema', schema];
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${schema}.posts WHERE _window_start = '2026-04-06' FOR UPDATE`);
+      const cut = await runCli(
+        rename,
+        cliEnv(sim, db.url, {
+          POST_REPORTS_LOCK_TIMEOUT_MS: '300',
+          POST_REPORTS_RECONNECT_WAIT_MS: '0',
+          POST_REPORTS_LOCK_WAIT_MS: '0',
+        }),
+      );
+      expect(cut.code, cut.stderr).not.toBe(0);
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    const orgs = await db.pool.query<{ org: string }>(
+      `SELECT DISTINCT _org AS org FROM ${schema}.posts ORDER BY 1`,
+    );
+    expect(orgs.rows.map((r) => r.org)).toEqual(['Initech-EMEA', 'initech']);
+    const before = await db.pool.query(`SELECT count(*)::int AS n FROM ${schema}.posts`);
+    for (const org of ['initech', 'Initech-EMEA']) {
+      const refused = await runCli(['backfill', ...range, '--organization', org], cliEnv(sim, db.url));
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain(
+        `is part of a rename cut short, from "initech" to "Initech-EMEA": finish it first (rename-organization --from initech --to Initech-EMEA), then run again`,
+      );
+    }
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM ${schema}.posts`)).rows).toEqual(before.rows);
+    const finished = await runCli(rename, cliEnv(sim, db.url));
+    expect(finished.code, finished.stderr).toBe(0);
+    const again = await runCli(['backfill', ...range, '--organization', 'Initech-EMEA'], cliEnv(sim, db.url));
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.summary).toMatchObject({ windows: { loaded: 0 } });
+    const reference = sim.referencePosts({ start_date: '2026-03-23', end_date: '2026-04-12' });
+    const check = await compareWithReference(db.pool, schema, reference, 'platform_post_id', 'Initech-EMEA');
+    expect(check.problems).toEqual([]);
+  });
 });

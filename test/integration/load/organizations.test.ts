@@ -5,7 +5,7 @@ import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
 import { organizationKey } from '../../../src/load/organization-keys.js';
-import { renameOrganization } from '../../../src/load/organization-rename.js';
+import { renameOrganization, unfinishedRename } from '../../../src/load/organization-rename.js';
 import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
 import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
@@ -248,10 +248,16 @@ describe('organizations in one schema', () => {
     }
     expect(await rows()).toEqual(['tyrell-3 2026-02-02 1', 'tyrell3 2026-05-04 2']);
     expect(await readTarget(db.pool, { schema, org: 'tyrell-3' })).not.toBeNull();
+    // Both ids are part of it until it is finished: a run of either must not start (prepare-run refuses it).
+    const cut = { from: 'tyrell3', to: 'tyrell-3' };
+    expect(await unfinishedRename(db.pool, scope)).toEqual(cut);
+    expect(await unfinishedRename(db.pool, { schema, org: 'tyrell-3' })).toEqual(cut);
     // Its record says where it went: run again, it finishes.
     const done = await renameOrganization(db.pool, scope, 'tyrell-3', { waitMs: 60_000 });
     expect(done).toMatchObject({ posts: 1, windows: 2 });
     expect(await rows()).toEqual(['tyrell-3 2026-02-02 1', 'tyrell-3 2026-05-04 2']);
+    expect(await unfinishedRename(db.pool, scope)).toBeNull();
+    expect(await unfinishedRename(db.pool, { schema, org: 'tyrell-3' })).toBeNull();
     const left = await db.pool.query(
       `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
         WHERE pg_get_expr(c.relpartbound, c.oid) LIKE '%''tyrell3''%'`,
