@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { databaseFault } from '../error-policy.js';
 import { ALL_FIELDS, type FieldSelection } from '../model/field-selection.js';
 import type { Filters } from '../model/filters.js';
 import { DEFAULT_ORGANIZATION } from '../model/organization.js';
@@ -149,14 +150,11 @@ export async function resetTarget(
        FROM ${qualified(schema, 'report_windows')} WHERE org = $1 AND row_count IS NOT NULL`,
     [org],
   );
-  // An organization's partitions are those whose bounds are its own (their names follow from them).
-  const tables = await db.query<{ name: string }>(
-    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-      WHERE i.inhparent IN (to_regclass($1), to_regclass($2))
-        AND starts_with(pg_get_expr(c.relpartbound, c.oid), 'FOR VALUES FROM (' || quote_literal($3::text) || ',')
-     UNION SELECT stage_posts FROM ${qualified(schema, 'stage_progress')} WHERE org = $3
-     UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')} WHERE org = $3`,
-    [qualified(schema, 'posts'), qualified(schema, 'post_custom_segments'), org],
+  const partitions = await organizationPartitions(db, scope);
+  const stages = await db.query<{ name: string }>(
+    `SELECT stage_posts AS name FROM ${qualified(schema, 'stage_progress')} WHERE org = $1
+     UNION SELECT stage_segments FROM ${qualified(schema, 'stage_progress')} WHERE org = $1`,
+    [org],
   );
   // Its target row stays, written anew below.
   for (const table of STATE_TABLES.filter((t) => t !== 'sync_state')) {
@@ -167,16 +165,75 @@ export async function resetTarget(
     `UPDATE ${qualified(schema, 'sync_state')} SET reset_count = reset_count + 1 WHERE org = $1`,
     [org],
   );
-  const { rows: timeout } = await db.query<{ setting: string }>(
-    `SELECT current_setting('lock_timeout') AS setting`,
-  );
-  await db.query(`SELECT set_config('lock_timeout', $1, true)`, [`${PARENT_LOCK_WAIT_MS}ms`]);
-  for (const { name } of tables.rows) {
+  // Its partitions are emptied, not dropped: a TRUNCATE locks them alone, where a DROP needs the parents, which
+  // other organizations' commits and a rename's moves hold (dropEmptyPartitions drops them after, if it can).
+  // Waiting a moment at most, since every reader of the parents queues behind a waiting TRUNCATE (the caller tries
+  // the reset again with backoff).
+  if (partitions.length > 0) {
+    const { rows: timeout } = await db.query<{ setting: string }>(
+      `SELECT current_setting('lock_timeout') AS setting`,
+    );
+    await db.query(`SELECT set_config('lock_timeout', $1, true)`, [`${PARENT_LOCK_WAIT_MS}ms`]);
+    await db.query(`TRUNCATE ${partitions.map((name) => qualified(schema, name)).join(', ')}`);
+    await db.query(`SELECT set_config('lock_timeout', $1, true)`, [timeout[0]?.setting ?? '0']);
+  }
+  for (const { name } of stages.rows) {
     await db.query(`DROP TABLE IF EXISTS ${qualified(schema, name)}`);
   }
-  await db.query(`SELECT set_config('lock_timeout', $1, true)`, [timeout[0]?.setting ?? '0']);
   const row = counts.rows[0];
   return { windows: row?.windows ?? 0, posts: Number(row?.posts ?? 0) };
+}
+
+/** The organization's partitions of posts and post_custom_segments: those whose bounds are its own. */
+async function organizationPartitions(db: Queryable, scope: Scope): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT c.relname::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      WHERE i.inhparent IN (to_regclass($1), to_regclass($2))
+        AND starts_with(pg_get_expr(c.relpartbound, c.oid), 'FOR VALUES FROM (' || quote_literal($3::text) || ',')
+      ORDER BY 1`,
+    [qualified(scope.schema, 'posts'), qualified(scope.schema, 'post_custom_segments'), scope.org],
+  );
+  return rows.map((r) => r.name);
+}
+
+/**
+ * Drops the organization's empty partitions (a reset's), each in a transaction of its own that waits for the
+ * parents a moment at most (PARENT_LOCK_WAIT_MS), so that no reader or commit of another organization queues
+ * behind it for longer. One the parents are too busy for stays, empty: the organization's next load writes into
+ * it. Returns how many were dropped and kept. Call holding the organization alone.
+ */
+export async function dropEmptyPartitions(
+  pool: pg.Pool,
+  scope: Scope,
+): Promise<{ readonly dropped: number; readonly kept: number }> {
+  let dropped = 0;
+  let kept = 0;
+  for (const name of await organizationPartitions(pool, scope)) {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${PARENT_LOCK_WAIT_MS}ms`]);
+      const table = qualified(scope.schema, name);
+      const { rows } = await client.query<{ empty: boolean }>(
+        `SELECT NOT EXISTS (SELECT 1 FROM ${table}) AS empty`,
+      );
+      if (rows[0]?.empty === true) {
+        await client.query(`DROP TABLE ${table}`);
+        dropped += 1;
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      if (databaseFault(error) !== 'lock timeout') throw error;
+      kept += 1;
+    } finally {
+      client.release(broken);
+    }
+  }
+  return { dropped, kept };
 }
 
 /** Whether `schema` exists at all (a schema not set up yet exists once a run or `migrate` created it). */

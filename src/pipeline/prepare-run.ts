@@ -13,6 +13,7 @@ import { type Scope, scopeName } from '../load/scope.js';
 import { type DroppedStage, dropStagesNotResumed } from '../load/stage-sweep.js';
 import { applyFieldSelection, readStoredFields } from '../load/stored-fields.js';
 import {
+  dropEmptyPartitions,
   firstLoadedDate,
   loadedWindows,
   type ResetCounts,
@@ -86,8 +87,9 @@ export async function prepareRun(
   let reset: ResetCounts | undefined;
   let cursor: string | null = null;
   if (request.reset) {
-    // Its drops wait for the parents' locks a moment at most, so that others' readers and commits never wait
-    // long for them: tried again with backoff until one moment is free (LOCK_NOT_AVAILABLE is a database fault).
+    // It empties the organization's partitions (locking them alone, a moment at most, so that others' readers and
+    // commits never wait long for it: tried again with backoff, LOCK_NOT_AVAILABLE being a database fault); they are
+    // dropped after it where the parents give a moment.
     reset = await retryDatabase(
       () =>
         withTransaction(pool, signal, async (client) => {
@@ -98,6 +100,13 @@ export async function prepareRun(
       { waitMs: Math.max(config.db.reconnectWaitMs ?? 0, config.db.lockWaitMs), signal },
     );
     logger.warn({ reset }, `starting over (--reset): ${scopeName(scope)} was cleared`);
+    const partitions = await dropEmptyPartitions(pool, scope);
+    if (partitions.kept > 0) {
+      logger.info(
+        partitions,
+        'partitions emptied by the reset kept: the parents were busy (the next load fills them)',
+      );
+    }
   } else if (stored === null) {
     await withTransaction(pool, signal, async (client) => {
       await writeTarget(client, scope, config.api.postIdField, filters);

@@ -7,7 +7,13 @@ import { migrate } from '../../../src/load/migrate.js';
 import { organizationKey } from '../../../src/load/organization-keys.js';
 import { renameOrganization, unfinishedRename } from '../../../src/load/organization-rename.js';
 import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
-import { listWindows, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
+import {
+  dropEmptyPartitions,
+  listWindows,
+  readTarget,
+  resetTarget,
+  writeTarget,
+} from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { lockWait } from '../../helpers/lock-wait.js';
 import { captureLogger, load, post, stageAll, target } from './load-fixtures.js';
@@ -111,6 +117,8 @@ describe('organizations in one schema', () => {
     );
     expect(removed).toEqual({ windows: 1, posts: 1 });
     expect([await holdings('globex'), await holdings('default')]).toEqual(others);
+    // Emptied by the reset's transaction, dropped after it (as a run does).
+    expect(await dropEmptyPartitions(db.pool, ACME)).toEqual({ dropped: 2, kept: 0 });
     expect(await partitions()).toEqual(['posts_o2_y2026', 'posts_y2026']);
     const acmeLeft = await holdings('acme');
     expect(acmeLeft.filter((row) => !row.startsWith('sync_state '))).toEqual([]);

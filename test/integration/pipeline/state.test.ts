@@ -2,7 +2,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { withTransaction } from '../../../src/load/database.js';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
-import { advanceCursorTo, readTarget, resetTarget, writeTarget } from '../../../src/load/window-state.js';
+import {
+  advanceCursorTo,
+  dropEmptyPartitions,
+  readTarget,
+  resetTarget,
+  writeTarget,
+} from '../../../src/load/window-state.js';
 import { createTestDatabase } from '../../helpers/database.js';
 import { captureLogger, load, post, target } from '../load/load-fixtures.js';
 
@@ -39,6 +45,8 @@ describe('resetTarget (--reset)', () => {
       resetTarget(client, scope, target.postIdField, { brands: ['z'] }),
     );
     expect(removed).toEqual({ windows: 2, posts: 3 });
+    // Emptied by the reset's transaction, dropped after it (as a run does), nothing else holding the parents.
+    expect(await dropEmptyPartitions(db.pool, scope)).toEqual({ dropped: 2, kept: 0 });
     expect(await partitions()).toEqual([]);
     const left = await db.pool.query(
       `SELECT (SELECT count(*)::int FROM post_reports.report_windows) AS windows,
