@@ -56,12 +56,13 @@ export async function applyFieldSelection(
   const keep = fieldFilter(selection);
   if (keep === null) return;
   // The columns are every organization's: only a schema that holds no row, and no other organization, loses one.
-  const { rows: partitions } = await db.query<{ n: number }>(
-    `SELECT (SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass($1))::int
-          + (SELECT count(*) FROM ${qualified(schema, 'sync_state')} WHERE org <> $2)::int AS n`,
-    [qualified(schema, 'posts'), org],
+  // (A reset empties its partitions in the same transaction, and keeps them: their rows, not they, count.)
+  const { rows: held } = await db.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${qualified(schema, 'posts')})
+         OR EXISTS (SELECT 1 FROM ${qualified(schema, 'sync_state')} WHERE org <> $1) AS held`,
+    [org],
   );
-  if ((partitions[0]?.n ?? 0) > 0) return;
+  if (held[0]?.held !== false) return;
   const { rows } = await db.query<{ field: string; column_name: string }>(
     `SELECT field, column_name FROM ${qualified(schema, 'field_columns')} ORDER BY field`,
   );
