@@ -161,8 +161,12 @@ type TransactionBody<T> = (client: pg.PoolClient) => Promise<T>;
 /** How withTransaction runs: its abort signal, and what opens the transaction. */
 export interface TransactionOptions {
   readonly signal?: AbortSignal | undefined;
-  /** The statements that open it (default BEGIN): BEGIN and its SET LOCALs in one round trip. */
-  readonly begin?: string;
+  /**
+   * The statements that open it (default BEGIN): BEGIN and its SET LOCALs in one round trip. Null: `fn` sends
+   * them itself with its first statements (a StatementPipeline's), so that they leave without a round trip of
+   * their own.
+   */
+  readonly begin?: string | null;
 }
 
 /**
@@ -192,7 +196,7 @@ export async function withTransaction<T>(
   const canceller = signal ? new StatementCanceller(pool, client, signal) : undefined;
   let broken: Error | boolean | undefined;
   try {
-    await client.query(begin);
+    if (begin !== null) await client.query(begin);
     let result: T;
     try {
       result = await fn(client);

@@ -82,7 +82,7 @@ export class Loader {
    * The second half: in ONE transaction, the stage's columns, the COPY of posts and segments, and the progress
    * (page index + next_page token), so that stage and progress agree. A page already staged is skipped (a retry
    * after a lost acknowledgement), a gap is a StoreError. `stage`: what writing the page before in the same
-   * attempt returned; while the stage is as that page left it, the page's statements are pipelined (three round
+   * attempt returned; while the stage is as that page left it, the page's statements are pipelined (two round
    * trips instead of eight). Returns the stage as this page leaves it (undefined when it was already staged).
    */
   writePage(

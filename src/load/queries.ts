@@ -462,6 +462,9 @@ export function attachRange(
  */
 export const beginStagingPage = 'BEGIN; SET LOCAL synchronous_commit = off';
 
+/** beginStagingPage as separate statements, for a StatementPipeline (one statement a message). */
+export const stagingPageOpeners = ['BEGIN', 'SET LOCAL synchronous_commit = off'] as const;
+
 // ---- column retype ----------------------------------------------------------------------------------------
 
 /**

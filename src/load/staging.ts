@@ -394,7 +394,7 @@ function fits(known: StageShape, prepared: PreparedPage): boolean {
 
 /**
  * The page into the stage as the page before left it, its statements sent together (StatementPipeline: BEGIN,
- * them, COMMIT: three round trips where the careful way takes eight): its progress advanced only if it is next in
+ * them, then COMMIT: two round trips where the careful way takes eight): its progress advanced only if it is next in
  * line, then its COPYs, committed only if it was. False, having written nothing,
  * when it was not or the stage refused its rows: stageCarefully then tells a page already staged, a gap, another
  * report's stage, a column changed since or a repeated post id apart.
@@ -406,7 +406,10 @@ async function stagedPipelined(
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
   const { schema, postIdField } = context.target;
+  // The transaction opens with the page's statements: sent apart, BEGIN would wait for its answer while this
+  // process encodes the next page, and the server would have nothing to write meanwhile.
   const statements: PipelineStatement[] = [
+    ...queries.stagingPageOpeners.map((sql) => ({ sql })),
     {
       sql: queries.advancePageInLine(schema),
       values: [...advanceValues(context, prepared), prepared.reportId ?? known.reportId, known.posts],
@@ -426,10 +429,10 @@ async function stagedPipelined(
     });
   }
   try {
-    await withTransaction(context.pool, { signal, begin: queries.beginStagingPage }, async (client) => {
+    await withTransaction(context.pool, { signal, begin: null }, async (client) => {
       const pipeline = new StatementPipeline(statements);
       client.query(pipeline);
-      const [advanced] = await pipeline.done;
+      const advanced = (await pipeline.done)[queries.stagingPageOpeners.length];
       // Rolled back: the COPYs went in behind an advance that did not happen.
       if (advanced !== 1) throw notInLine();
     });

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataError, StoreError } from '../../../src/errors.js';
 import { decodePage } from '../../../src/extract/page-decoder.js';
@@ -589,6 +589,47 @@ describe('pipelined pages', () => {
       rowsStaged: 3,
     });
     expect(log.lines().some((l) => l.msg === 'page already staged: skipped' && l.page === 2)).toBe(true);
+  });
+
+  it('sends a page written behind the one before whole, its BEGIN with it, before the server answers any of it', async () => {
+    // While the server writes a page, this process encodes the next one on the same thread: a statement sent
+    // apart would wait for its answer until then, and the server would have nothing to write meanwhile.
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    pool.on('error', () => {});
+    const traffic: Array<{ sent: Buffer } | 'ready'> = [];
+    pool.on('connect', (client) => {
+      const { connection } = client as unknown as { connection: pg.Connection };
+      const write = connection.stream.write.bind(connection.stream) as (...args: unknown[]) => boolean;
+      connection.stream.write = ((chunk: Uint8Array | string, ...rest: unknown[]) => {
+        traffic.push({ sent: Buffer.from(chunk) });
+        return write(chunk, ...rest);
+      }) as typeof connection.stream.write;
+      connection.on('readyForQuery', () => traffic.push('ready'));
+    });
+    try {
+      const piped = new Loader(pool, target, log.logger);
+      const w = { start: '2043-03-02', end: '2043-03-08' };
+      await piped.openWindow(w, 'whole');
+      const first = await piped.preparePage(w, { index: 0, nextPage: 'w1', posts: windowPosts([1], 'w0') });
+      const stage = await piped.writePage(first);
+      const second = await piped.preparePage(w, {
+        index: 1,
+        nextPage: null,
+        posts: windowPosts([2], 'sent-whole'),
+      });
+      const from = traffic.length;
+      expect(await piped.writePage(second, undefined, stage)).toEqual(stage);
+      const page = traffic.slice(from);
+      const answered = page.indexOf('ready');
+      const before = Buffer.concat(page.slice(0, answered).flatMap((t) => (t === 'ready' ? [] : [t.sent])));
+      expect(answered).toBeGreaterThan(0);
+      expect(before.includes('BEGIN')).toBe(true);
+      expect(before.includes('sent-whole')).toBe(true);
+      expect(before.includes('COMMIT')).toBe(false);
+      expect((await staged(w)).posts).toEqual(['1', '2']);
+    } finally {
+      await pool.end();
+    }
   });
 
   it('refuses, pipelined too, a page of a report whose stage another process replaced', async () => {
