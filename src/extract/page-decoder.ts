@@ -28,6 +28,7 @@ import {
   TAPE_JSON,
   TAPE_OWNED_JSON,
   TAPE_OWNED_STRING,
+  TAPE_REWRITTEN_JSON,
   TAPE_STRING,
   TAPE_TRUE,
   VALUE_STRIDE,
@@ -92,6 +93,8 @@ interface Key {
   readonly odd: boolean;
   /** The name as JSON.stringify writes it, and whether it is an array index (#rewrite writes documents with them). */
   readonly json: string;
+  /** `json` as UTF-8. */
+  readonly jsonBytes: Buffer;
   readonly index: boolean;
 }
 
@@ -123,6 +126,49 @@ class Ints {
 
   done(): Int32Array {
     return this.#ints.subarray(0, this.length);
+  }
+}
+
+/** Bytes that grow: the documents the decoder writes again (TAPE_REWRITTEN_JSON). */
+class Bytes {
+  #bytes = Buffer.allocUnsafeSlow(16 * 1024);
+  length = 0;
+
+  #reserve(n: number): Buffer {
+    if (this.length + n > this.#bytes.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(2 * this.#bytes.length, this.length + n));
+      this.#bytes.copy(grown, 0, 0, this.length);
+      this.#bytes = grown;
+    }
+    return this.#bytes;
+  }
+
+  byte(c: number): void {
+    this.#reserve(1)[this.length++] = c;
+  }
+
+  /** source[start, end) as it is. */
+  bytes(source: Uint8Array, start: number, end: number): void {
+    const b = this.#reserve(end - start);
+    let p = this.length;
+    for (let i = start; i < end; i++) b[p++] = source[i]!;
+    this.length = p;
+  }
+
+  /** A string as UTF-8. */
+  text(text: string): void {
+    this.length += this.#reserve(3 * text.length).write(text, this.length);
+  }
+
+  /** The bytes from `start` on, copied out, and forgotten here. */
+  cut(start: number): Buffer {
+    const cut = Buffer.from(this.#bytes.subarray(start, this.length));
+    this.length = start;
+    return cut;
+  }
+
+  done(): Buffer {
+    return this.#bytes.subarray(0, this.length);
   }
 }
 
@@ -218,6 +264,7 @@ class PageDecoder {
   readonly #segments = new Ints(1024);
   readonly #postSegments = new Int32Array(MAX_POSTS + 1);
   readonly #owned: string[] = [];
+  readonly #rewritten = new Bytes();
   /** For each slot, its field on the tape, or -1 before a value other than null came. */
   readonly #fieldOf: number[] = [];
   readonly #fields: string[] = [];
@@ -300,6 +347,7 @@ class PageDecoder {
       this.#segments.done(),
       this.#postSegments.subarray(0, posts + 1),
       this.#owned,
+      this.#rewritten.done(),
       fields,
       Int32Array.from(kinds),
     );
@@ -427,7 +475,10 @@ class PageDecoder {
     const group = (kind: number) =>
       kind === TAPE_STRING || kind === TAPE_OWNED_STRING || kind === TAPE_ESCAPED_STRING
         ? 0
-        : kind === TAPE_JSON || kind === TAPE_OWNED_JSON || kind === TAPE_ESCAPED_JSON
+        : kind === TAPE_JSON ||
+            kind === TAPE_OWNED_JSON ||
+            kind === TAPE_ESCAPED_JSON ||
+            kind === TAPE_REWRITTEN_JSON
           ? 1
           : kind === TAPE_TRUE || kind === TAPE_FALSE
             ? kind
@@ -443,6 +494,7 @@ class PageDecoder {
     const start = ints[v + 2]!;
     if (kind === TAPE_OWNED_STRING || kind === TAPE_OWNED_JSON) return this.#owned[start]!;
     if (kind === TAPE_ESCAPED_STRING) return escapedString(this.#bytes, start, ints[v + 3]!);
+    if (kind === TAPE_REWRITTEN_JSON) return this.#rewritten.done().toString('utf8', start, ints[v + 3]!);
     return this.#bytes.toString('utf8', start, ints[v + 3]!);
   }
 
@@ -492,6 +544,7 @@ class PageDecoder {
         role: this.#role(name),
         odd,
         json: JSON.stringify(name),
+        jsonBytes: Buffer.from(JSON.stringify(name)),
         index: isArrayIndex(name),
       };
       const hash = spellingHash(spelling, 0);
@@ -637,22 +690,24 @@ class PageDecoder {
       // first, a document is already what stringifyExactJson would write of it.
       if (this.#irregular() === before)
         kind = this.#canonicalEscapes === escapes ? TAPE_JSON : TAPE_ESCAPED_JSON;
-      else {
+      else if (this.#repeats === repeats) {
+        // Read again, written as stringifyExactJson writes what parseExactJson makes of it, as bytes.
+        this.#i = at;
+        const from = this.#rewritten.length;
+        this.#rewrite(this.#rewritten);
+        this.#start = from;
+        this.#end = this.#rewritten.length;
+        this.#i = end;
+        kind = TAPE_REWRITTEN_JSON;
+      } else {
+        // A key repeats within one of its objects: lossless-json decides whether that is harmless.
         let json: string;
-        if (this.#repeats === repeats) {
-          // Read again, written as stringifyExactJson writes what parseExactJson makes of it.
-          this.#i = at;
-          json = this.#rewrite();
-          this.#i = end;
-        } else {
-          // A key repeats within one of its objects: lossless-json decides whether that is harmless.
-          try {
-            json = stringifyExactJson(parseExactJson(bytes.toString('utf8', at, end)));
-          } catch {
-            throw notTaken;
-          }
-          this.#valuesTheFullWay++;
+        try {
+          json = stringifyExactJson(parseExactJson(bytes.toString('utf8', at, end)));
+        } catch {
+          throw notTaken;
         }
+        this.#valuesTheFullWay++;
         kind = TAPE_OWNED_JSON;
         this.#start = this.#owned.length;
         this.#owned.push(json);
@@ -675,11 +730,12 @@ class PageDecoder {
   }
 
   /**
-   * The value at the cursor, already validated by #skipValue and holding no repeated key, as stringifyExactJson
-   * writes what parseExactJson reads of it: no whitespace, strings as JSON.stringify writes their decoded text,
-   * numbers as their tokens, an object's keys that are array indexes first, in numeric order (V8's order).
+   * The value at the cursor, already validated by #skipValue and holding no repeated key, written into `out` as
+   * stringifyExactJson writes what parseExactJson reads of it: no whitespace, strings as JSON.stringify writes
+   * their decoded text, numbers as their tokens, an object's keys that are array indexes first, in numeric order
+   * (V8's order).
    */
-  #rewrite(): string {
+  #rewrite(out: Bytes): void {
     const bytes = this.#bytes;
     const at = this.#skipWhitespace();
     const c = bytes[at]!;
@@ -687,50 +743,54 @@ class PageDecoder {
       const end = this.#canonicalString(at);
       if (end >= 0) {
         this.#i = end + 1;
-        return bytes.toString('utf8', at, end + 1);
-      }
-      return JSON.stringify(this.#string());
+        out.bytes(bytes, at, end + 1);
+      } else out.text(JSON.stringify(this.#string()));
+      return;
     }
     if (c === OPEN_BRACKET) {
       this.#i = at + 1;
-      if (this.#closes(CLOSE_BRACKET)) return '[]';
-      let out = `[${this.#rewrite()}`;
-      while (this.#next(CLOSE_BRACKET)) out += `,${this.#rewrite()}`;
-      return `${out}]`;
+      out.byte(OPEN_BRACKET);
+      if (!this.#closes(CLOSE_BRACKET)) {
+        this.#rewrite(out);
+        while (this.#next(CLOSE_BRACKET)) {
+          out.byte(COMMA);
+          this.#rewrite(out);
+        }
+      }
+      out.byte(CLOSE_BRACKET);
+      return;
     }
     if (c === OPEN_BRACE) {
       this.#i = at + 1;
-      if (this.#closes(CLOSE_BRACE)) return '{}';
-      const keys: Key[] = [];
-      const members: string[] = [];
-      let indexes = false;
-      do {
-        const key = this.#key();
-        if (key.index) indexes = true;
-        keys.push(key);
-        members.push(`${key.json}:${this.#rewrite()}`);
-      } while (this.#next(CLOSE_BRACE));
-      if (indexes) {
-        const order = keys.map((_, k) => k);
-        const index = keys.map((key) => (key.index ? Number(key.name) : -1));
-        order.sort((a, b) => {
-          const x = index[a]!;
-          const y = index[b]!;
-          if (x >= 0 || y >= 0) return x < 0 ? 1 : y < 0 ? -1 : x - y;
-          return a - b;
-        });
-        return `{${order.map((k) => members[k]).join(',')}}`;
+      out.byte(OPEN_BRACE);
+      if (!this.#closes(CLOSE_BRACE)) {
+        const first = out.length;
+        // Each member's start and the array index its key is (-1: none).
+        const members: number[] = [];
+        let indexes = false;
+        do {
+          if (out.length > first) out.byte(COMMA);
+          const key = this.#key();
+          if (key.index) indexes = true;
+          members.push(out.length, key.index ? Number(key.name) : -1);
+          out.bytes(key.jsonBytes, 0, key.jsonBytes.length);
+          out.byte(COLON);
+          this.#rewrite(out);
+        } while (this.#next(CLOSE_BRACE));
+        if (indexes) reorder(out, first, members);
       }
-      return `{${members.join(',')}}`;
+      out.byte(CLOSE_BRACE);
+      return;
     }
     if (c === MINUS || (c >= ZERO && c <= NINE)) {
       this.#number();
-      return bytes.toString('latin1', this.#start, this.#end);
+      out.bytes(bytes, this.#start, this.#end);
+      return;
     }
-    if (this.#literal('true')) return 'true';
-    if (this.#literal('false')) return 'false';
-    if (this.#literal('null')) return 'null';
-    throw notTaken;
+    if (this.#literal('true')) out.text('true');
+    else if (this.#literal('false')) out.text('false');
+    else if (this.#literal('null')) out.text('null');
+    else throw notTaken;
   }
 
   /**
@@ -1018,6 +1078,30 @@ class PageDecoder {
       this.#i = i;
     }
     return i;
+  }
+}
+
+/**
+ * Writes again the members of the object written into `out` from `first` on (`members`: each one's start and the
+ * array index its key is, -1 for none), the array indexes first in numeric order, as V8 orders an object's keys.
+ */
+function reorder(out: Bytes, first: number, members: readonly number[]): void {
+  const written = out.cut(first);
+  const count = members.length / 2;
+  const order = Array.from({ length: count }, (_, k) => k);
+  order.sort((a, b) => {
+    const x = members[2 * a + 1]!;
+    const y = members[2 * b + 1]!;
+    if (x >= 0 || y >= 0) return x < 0 ? 1 : y < 0 ? -1 : x - y;
+    return a - b;
+  });
+  for (let k = 0; k < count; k++) {
+    const m = order[k]!;
+    const start = members[2 * m]! - first;
+    // A member ends at the comma before the next one, or at the end.
+    const end = m + 1 < count ? members[2 * (m + 1)]! - first - 1 : written.length;
+    if (k > 0) out.byte(COMMA);
+    out.bytes(written, start, end);
   }
 }
 

@@ -44,6 +44,23 @@ function copyEscaped(b: Buffer, o: number, c: number): number {
   }
 }
 
+/** "ufffd" after a backslash. */
+const UFFFD = [0x75, 0x66, 0x66, 0x66, 0x64];
+
+/** Whether the four characters at `p` (after "\\u") are "0000" or a surrogate's "d800" to "dfff", lower case. */
+function unstorableEscape(source: Buffer, p: number): boolean {
+  const a = source[p]!;
+  const b = source[p + 1]!;
+  const c = source[p + 2]!;
+  const d = source[p + 3]!;
+  if (a === 0x30) return b === 0x30 && c === 0x30 && d === 0x30;
+  return a === 0x64 && ((b >= 0x38 && b <= 0x39) || (b >= 0x61 && b <= 0x66)) && lowerHex(c) && lowerHex(d);
+}
+
+function lowerHex(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66);
+}
+
 /** The four hex digits at `p` as a number. */
 function hex4(source: Buffer, p: number): number {
   let n = 0;
@@ -210,6 +227,50 @@ export class CopyBuffer {
           // \" \/ \\: the character itself.
           o = copyEscaped(b, o, e);
       }
+    }
+    this.#length = o;
+  }
+
+  /**
+   * A JSON document as stringifyExactJson writes it, source[start, end) as UTF-8, as the COPY text field
+   * copy-encoding.ts encodeJson writes of its text: straight from its bytes. The escapes \u0000 and a surrogate's
+   * alone (\ud800-\udfff, as JSON.stringify writes them) become \ufffd, which jsonb stores, counted in `stats`; an
+   * escaped backslash is taken whole first, so that the text "\\u0000" is left alone; then every backslash is
+   * doubled for COPY (raw newlines, tabs and NULs cannot occur in JSON text, but are written as escapeCopyText would).
+   */
+  json(source: Buffer, start: number, end: number, stats: EncodeStats): void {
+    // A byte becomes three at most (a NUL, U+FFFD).
+    this.#reserve(3 * (end - start));
+    const b = this.#bytes;
+    let o = this.#length;
+    let p = start;
+    while (p < end) {
+      const c = source[p]!;
+      if (c !== BACKSLASH) {
+        if (c >= 0x20) b[o++] = c;
+        else if (c !== 0) o = copyEscaped(b, o, c);
+        else {
+          stats.nulReplaced++;
+          b[o++] = 0xef;
+          b[o++] = 0xbf;
+          b[o++] = 0xbd;
+        }
+        p++;
+        continue;
+      }
+      b[o++] = BACKSLASH;
+      b[o++] = BACKSLASH;
+      const e = source[p + 1];
+      if (e === BACKSLASH) {
+        b[o++] = BACKSLASH;
+        b[o++] = BACKSLASH;
+        p += 2;
+      } else if (e === LETTER_U && p + 5 < end && unstorableEscape(source, p + 2)) {
+        if (source[p + 2] === 0x30) stats.nulReplaced++;
+        else stats.surrogatesReplaced++;
+        for (const x of UFFFD) b[o++] = x;
+        p += 6;
+      } else p++;
     }
     this.#length = o;
   }

@@ -10,6 +10,7 @@ import {
   TAPE_JSON,
   TAPE_OWNED_JSON,
   TAPE_OWNED_STRING,
+  TAPE_REWRITTEN_JSON,
   TAPE_STRING,
   TAPE_TRUE,
 } from '../model/page-tape.js';
@@ -65,6 +66,7 @@ const TAPE_KINDS: readonly ValueKind[] = (() => {
   kinds[TAPE_JSON] = 'json';
   kinds[TAPE_OWNED_JSON] = 'json';
   kinds[TAPE_ESCAPED_JSON] = 'json';
+  kinds[TAPE_REWRITTEN_JSON] = 'json';
   return kinds;
 })();
 

@@ -23,6 +23,7 @@ import {
   TAPE_JSON,
   TAPE_OWNED_JSON,
   TAPE_OWNED_STRING,
+  TAPE_REWRITTEN_JSON,
   TAPE_STRING,
   TAPE_TRUE,
   VALUE_STRIDE,
@@ -166,7 +167,10 @@ export function encodeTape(
           out.text(encodeJson(owned[start]!, stats));
           break;
         case TAPE_ESCAPED_JSON:
-          out.text(encodeJson(bytes.toString('utf8', start, end), stats));
+          out.json(bytes, start, end, stats);
+          break;
+        case TAPE_REWRITTEN_JSON:
+          out.json(tape.rewritten, start, end, stats);
           break;
       }
     }
@@ -227,6 +231,8 @@ function valueJson(tape: PageTape, v: number): string | undefined {
     case TAPE_JSON:
     case TAPE_ESCAPED_JSON:
       return bytes.toString('utf8', start, end);
+    case TAPE_REWRITTEN_JSON:
+      return tape.rewritten.toString('utf8', start, end);
     default:
       return undefined;
   }

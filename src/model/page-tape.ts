@@ -1,8 +1,9 @@
 /*
  * A page of posts as offsets into its bytes: what extract hands to load when it read the page in one pass
  * (extract/page-decoder.ts), so that load plans and encodes the page without an object per post or per value.
- * Values are mostly ranges of the page's bytes (UTF-8); the few that are not as written (a string with escapes, a
- * document to rewrite, an id to make canonical) are "owned": decoded once, kept in `owned`, found by index.
+ * Values are mostly ranges of the page's bytes (UTF-8); the few that are not as written (a string with escapes, an
+ * id to make canonical) are "owned": decoded once, kept in `owned`, found by index; a document written otherwise
+ * than stringifyExactJson writes it is written again into `rewritten`.
  */
 import type { MappedPost } from './post-record.js';
 
@@ -36,6 +37,9 @@ export const TAPE_ESCAPED_JSON = 10;
  */
 export const TAPE_ESCAPED_STRING = 11;
 
+/** rewritten[start, end) is the document as stringifyExactJson writes it, written again by the decoder. */
+export const TAPE_REWRITTEN_JSON = 12;
+
 /** Ints per value in `values`: field, kind, start, end. */
 export const VALUE_STRIDE = 4;
 /** Ints per segment in `segments`: name start, name end, value start, value end. */
@@ -64,6 +68,8 @@ export class PageTape {
     /** Per post and one more: the index of its first segment. */
     readonly postSegments: Int32Array,
     readonly owned: readonly string[],
+    /** The documents the decoder wrote again, as UTF-8 (TAPE_REWRITTEN_JSON). */
+    readonly rewritten: Buffer,
     /**
      * The fields with a value other than null, in the order the full way's posts first show one: by post, and
      * within a post as its record's keys enumerate (array-index names first).
@@ -97,6 +103,7 @@ export class PageTape {
     const start = this.values[at + 2]!;
     if (kind === TAPE_OWNED_STRING || kind === TAPE_OWNED_JSON) return this.owned[start]!;
     if (kind === TAPE_ESCAPED_STRING) return escapedString(this.bytes, start, this.values[at + 3]!);
+    if (kind === TAPE_REWRITTEN_JSON) return this.rewritten.toString('utf8', start, this.values[at + 3]!);
     return this.bytes.toString('utf8', start, this.values[at + 3]!);
   }
 

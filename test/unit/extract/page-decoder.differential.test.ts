@@ -24,6 +24,7 @@ import {
   TAPE_JSON,
   TAPE_OWNED_JSON,
   TAPE_OWNED_STRING,
+  TAPE_REWRITTEN_JSON,
   TAPE_STRING,
   TAPE_TRUE,
   VALUE_STRIDE,
@@ -107,7 +108,12 @@ function postsOf(tape: PageTape): MappedPost[] {
       else if (kind === TAPE_INT64 || kind === TAPE_BIGNUM || kind === TAPE_DECIMAL)
         fields[name] = new ExactNumber(text);
       else if (kind === TAPE_TRUE || kind === TAPE_FALSE) fields[name] = kind === TAPE_TRUE;
-      else if (kind === TAPE_JSON || kind === TAPE_OWNED_JSON || kind === TAPE_ESCAPED_JSON)
+      else if (
+        kind === TAPE_JSON ||
+        kind === TAPE_OWNED_JSON ||
+        kind === TAPE_ESCAPED_JSON ||
+        kind === TAPE_REWRITTEN_JSON
+      )
         fields[name] = new JsonDocument(text);
       else throw new Error(`kind ${kind}`);
     }

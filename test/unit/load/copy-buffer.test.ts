@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { stringifyExactJson } from '../../../src/api/exact-json.js';
 import { CopyBuffer } from '../../../src/load/copy-buffer.js';
-import { type EncodeStats, escapeCopyText } from '../../../src/load/copy-encoding.js';
+import { type EncodeStats, encodeJson, escapeCopyText } from '../../../src/load/copy-encoding.js';
 import { BufferPool } from '../../../src/model/buffer-pool.js';
 
 /** Any UTF-16 code units, lone surrogates included, short and past the length written natively. */
@@ -61,6 +62,37 @@ describe('CopyBuffer', () => {
         const expectedStats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
         const decoded = JSON.parse(literal.toString('utf8')) as string;
         const expected = Buffer.from(`A${escapeCopyText(decoded, expectedStats)}`, 'utf8');
+        expect(out.done().equals(expected)).toBe(true);
+        expect(stats).toEqual(expectedStats);
+      }),
+    );
+  });
+
+  it('writes a JSON document from its bytes as encodeJson writes its text: \\u0000 and lone surrogates stored, counted', () => {
+    // Documents as stringifyExactJson writes them (escapes as JSON.stringify writes them: \" \\ \b \f \n \r \t,
+    // \u00XX, a lone surrogate's \udXXX), and text made to hold the escapes encodeJson looks for, written out.
+    const document = fc.oneof(
+      fc.jsonValue().map((v) => stringifyExactJson(v)),
+      fc.array(text, { maxLength: 6 }).map((parts) => stringifyExactJson(parts)),
+      fc
+        .array(
+          fc.constantFrom('\\u0000', '\\\\u0000', '\\ud83d', '\\uD83D', '\\udc00x', '\\n', 'a', '\\\\'),
+          {
+            maxLength: 12,
+          },
+        )
+        .map((parts) => `"${parts.join('')}"`),
+    );
+    fc.assert(
+      fc.property(document, (json) => {
+        const bytes = Buffer.from(`x${json}y`, 'utf8');
+        const out = new CopyBuffer(1);
+        out.byte(0x41);
+        const stats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
+        out.json(bytes, 1, bytes.length - 1, stats);
+        const expectedStats: EncodeStats = { nulReplaced: 0, surrogatesReplaced: 0 };
+        const expected = Buffer.from(`A${encodeJson(json, expectedStats)}`, 'utf8');
+        expect(out.done().toString('utf8')).toBe(expected.toString('utf8'));
         expect(out.done().equals(expected)).toBe(true);
         expect(stats).toEqual(expectedStats);
       }),
