@@ -91,10 +91,11 @@ interface Key {
    * well-formed, or one that may be an array index (V8 puts those first).
    */
   readonly odd: boolean;
-  /** The name as JSON.stringify writes it, and whether it is an array index (#rewrite writes documents with them). */
-  readonly json: string;
-  /** `json` as UTF-8. */
-  readonly jsonBytes: Buffer;
+  /**
+   * The name as JSON.stringify writes it, as UTF-8, and whether it is an array index (#rewrite writes documents
+   * with them).
+   */
+  readonly json: Buffer;
   readonly index: boolean;
 }
 
@@ -543,8 +544,7 @@ class PageDecoder {
         slot,
         role: this.#role(name),
         odd,
-        json: JSON.stringify(name),
-        jsonBytes: Buffer.from(JSON.stringify(name)),
+        json: Buffer.from(JSON.stringify(name)),
         index: isArrayIndex(name),
       };
       const hash = spellingHash(spelling, 0);
@@ -773,7 +773,7 @@ class PageDecoder {
           const key = this.#key();
           if (key.index) indexes = true;
           members.push(out.length, key.index ? Number(key.name) : -1);
-          out.bytes(key.jsonBytes, 0, key.jsonBytes.length);
+          out.bytes(key.json, 0, key.json.length);
           out.byte(COLON);
           this.#rewrite(out);
         } while (this.#next(CLOSE_BRACE));
