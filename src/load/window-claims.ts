@@ -160,10 +160,15 @@ export class WindowClaims {
   /** Lets go of every claim and the connection. */
   async close(): Promise<void> {
     const client = this.#client;
+    const held = [...this.#held];
     this.#client = undefined;
     this.#held.clear();
-    // Ending the session frees its locks: nothing to unlock one by one.
-    (await client?.catch(() => undefined))?.release(true);
+    const session = await client?.catch(() => undefined);
+    if (session === undefined) return;
+    // Ending the session frees its locks only once its backend has exited, which another session may not see yet:
+    // unlocked first, they are free when close returns. A lost connection freed them already.
+    if (held.length > 0) await this.#unlock(session, held).catch(() => {});
+    session.release(true);
   }
 
   /** The pid of this run's claims connection (0 before the first claim). */
