@@ -231,7 +231,7 @@ async function insertRows(
   const found = await partitionsFound(client, context.scope, partitionPeriod, window.start);
   if (found === 0) {
     const stages = { posts: stage.stage_posts, post_custom_segments: stage.stage_segments };
-    if (await attachStages(client, context.scope, partitionPeriod, window.start, stages)) {
+    if (await attachStages(client, context.scope, partitionPeriod, window.start, stages, postIdField)) {
       const posts = Number(stage.rows_staged);
       context.logger.debug(
         { window: windowLabel(window), posts },

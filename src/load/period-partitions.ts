@@ -186,8 +186,8 @@ const WINDOW_COLUMNS: Readonly<Record<(typeof PARTITIONED_TABLES)[number], reado
 };
 
 /**
- * Makes a window's keyed stages (createKeyedStagePosts) the period's partitions of both tables, their key and
- * indexes already built page by page, so that the commit writes no row. Call inside the commit's transaction,
+ * Makes a window's keyed stages (createKeyedStagePosts) the period's partitions of both tables, their keys built
+ * page by page and their post id indexes here, so that the commit writes no row. Call inside the commit's transaction,
  * once it found no partition of the period. Returns false, having changed nothing, when the stages cannot become
  * partitions as they are: not keyed (a report that repeats a post id), the parents watched since, a column the
  * stage holds with another type than its parent's (a column retyped meanwhile, a type set by hand), or dates
@@ -199,6 +199,7 @@ export async function attachStages(
   period: PartitionPeriod,
   start: string,
   stages: StageTables,
+  postIdField: string,
 ): Promise<boolean> {
   const keyed = await client.query<{ exists: boolean }>(queries.indexExists, [
     qualified(schema, queries.stageKeyIndex(stages.posts)),
@@ -216,6 +217,7 @@ export async function attachStages(
         await client.query(queries.releaseSavepoint('attach'));
         return false;
       }
+      await client.query(queries.createStagePostIdIndex(schema, stage, postIdField));
       await client.query(
         queries.stageIntoPartition(schema, stage, partition, WINDOW_COLUMNS[parent], {
           constraint: parent === 'posts',

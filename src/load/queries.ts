@@ -132,9 +132,10 @@ export interface StagePeriod {
 
 /**
  * The posts stage of a window that opens a new period: a table that can become the period's partition as it is.
- * Logged, since it becomes one; keyed and indexed as a partition is, so that the index entries are written page by
- * page while later pages download, not all at the commit; with the period's CHECK, so that the attach skips its
- * scan. `_seq` stays for the commit that cannot attach it and inserts its rows instead (keyedStage, commit.ts).
+ * Logged, since it becomes one; keyed as a partition is, so that the key's entries are written page by page while
+ * later pages download, not all at the commit, and a post id repeated within the report is found at its page (its
+ * post id index is built at the attach: createStagePostIdIndex); with the period's CHECK, so that the attach skips
+ * its scan. `_seq` stays for the commit that cannot attach it and inserts its rows instead (keyedStage, commit.ts).
  */
 export function createKeyedStagePosts(
   schema: string,
@@ -175,9 +176,13 @@ export function createStageSegmentsKey(schema: string, table: string, postId: st
             (_org, _window_start, ${pg.escapeIdentifier(postId)}, hashtextextended(name, 0), hashtextextended(value, 0))`;
 }
 
-/** The index on the post id alone that both tables' partitions have (migration 005). */
+/**
+ * The index on the post id alone that both tables' partitions have (migration 005), built on a keyed stage at its
+ * attach: built once over the window's rows, it costs a fraction of its entries written row by row as the pages
+ * come. A stage staged by an earlier version has it already.
+ */
 export function createStagePostIdIndex(schema: string, table: string, postId: string): string {
-  return `CREATE INDEX ${pg.escapeIdentifier(stagePostIdIndex(table))} ON ${qualified(schema, table)} (${pg.escapeIdentifier(postId)})`;
+  return `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(stagePostIdIndex(table))} ON ${qualified(schema, table)} (${pg.escapeIdentifier(postId)})`;
 }
 
 /** The names of a keyed stage's key (an index; for posts also its constraint), post id index and CHECK. */

@@ -157,9 +157,6 @@ async function createStage(
     await client.query(queries.createKeyedStagePosts(schema, names.posts, of, period));
     await client.query(queries.createKeyedStageSegments(schema, names.segments, of, period));
     await client.query(queries.createStageSegmentsKey(schema, names.segments, postIdField));
-    for (const table of [names.posts, names.segments]) {
-      await client.query(queries.createStagePostIdIndex(schema, table, postIdField));
-    }
   }
   await client.query(queries.resetProgress(schema), [
     window.start,
