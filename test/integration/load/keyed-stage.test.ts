@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
@@ -116,6 +117,53 @@ describe('a window that opens a period', () => {
          VALUES ('default', 3, '2040-03-01', 'Region', 'West')`,
       ),
     ).rejects.toThrow(/duplicate key/);
+  });
+
+  it('is indexed on the post id at its attach, not while staged; one staged with that index by an earlier version attaches too', async () => {
+    const postIdIndexes = async (window: Window) => {
+      const names = stageNames('default', window);
+      const found = await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_index x WHERE x.indrelid IN ($1::regclass, $2::regclass) AND x.indnatts = 1',
+        [`post_reports.${names.posts}`, `post_reports.${names.segments}`],
+      );
+      return found.rows[0]!.n;
+    };
+    const fresh = { start: '2048-03-01', end: '2048-03-07' };
+    await stageAll(loader, fresh, 'k-fresh', [[post(1, { brand: 'a' }, [seg('Region', 'North')])]]);
+    expect(await stageKeyed(fresh)).toBe(true);
+    expect(await postIdIndexes(fresh)).toBe(0);
+    // An earlier version indexed the stage on the post id as it staged it: a stage it left is resumed as it is.
+    const earlier = { start: '2049-03-01', end: '2049-03-07' };
+    await stageAll(loader, earlier, 'k-earlier', [[post(2, { brand: 'b' }, [seg('Region', 'South')])]]);
+    const names = stageNames('default', earlier);
+    for (const table of [names.posts, names.segments]) {
+      await db.pool.query(
+        `CREATE INDEX ${pg.escapeIdentifier(`${table}_post_id`)} ON post_reports.${pg.escapeIdentifier(table)} (platform_post_id)`,
+      );
+    }
+    expect(await postIdIndexes(earlier)).toBe(2);
+    expect((await loader.commitWindows([fresh])).rows).toBe(1);
+    expect((await loader.commitWindows([earlier])).rows).toBe(1);
+    for (const year of ['2048', '2049']) {
+      expect(logged(ATTACHED, year)).toHaveLength(1);
+      expect((await partitionsOf(year)).map((p) => [p.partition, p.parents, p.attached, p.indexes])).toEqual([
+        [
+          `post_custom_segments_y${year}`,
+          2,
+          2,
+          [
+            `post_reports.post_custom_segments_y${year}_key`,
+            `post_reports.post_custom_segments_y${year}_post_id_idx`,
+          ],
+        ],
+        [
+          `posts_y${year}`,
+          2,
+          2,
+          [`post_reports.posts_y${year}_pkey`, `post_reports.posts_y${year}_post_id_idx`],
+        ],
+      ]);
+    }
   });
 
   it("takes the columns posts gained while it was staged, NULL in the window's rows", async () => {
