@@ -465,10 +465,10 @@ export function attachRange(
  * A staged page needs no fsync of its own: with asynchronous commit a server crash can lose the last pages'
  * transactions, but always whole, so the stage and its progress row still agree, and those pages are read again.
  */
-export const beginStagingPage = 'BEGIN; SET LOCAL synchronous_commit = off';
-
-/** beginStagingPage as separate statements, for a StatementPipeline (one statement a message). */
 export const stagingPageOpeners = ['BEGIN', 'SET LOCAL synchronous_commit = off'] as const;
+
+/** stagingPageOpeners in one round trip (withTransaction's `begin`); the pipeline sends them one a message. */
+export const beginStagingPage = stagingPageOpeners.join('; ');
 
 // ---- column retype ----------------------------------------------------------------------------------------
 
