@@ -21,6 +21,7 @@ import {
   startReplayChild,
   startWideChild,
 } from './child.js';
+import { databaseCpuMs } from './database-cpu.js';
 import { type CpuProfile, type ProfileSummary, summarizeProfile } from './profile-summary.js';
 import { median } from './stats.js';
 import type { WideStyle } from './wide-records.js';
@@ -63,6 +64,11 @@ export interface LoadResult {
   readonly cpu: { readonly bigMs: number; readonly smallMs: number; readonly marginalMs: number } | null;
   /** The highest peak RSS of the connector's runs of the big window (MB); null when a child did not report it. */
   readonly peakRssMb: number | null;
+  /**
+   * CPU time of the PostgreSQL server (databaseCpuMs) while the connector ran, marginal as above, beside the floor's
+   * COPY's: what the database does for the connector that it does not for the bare COPY. Null where it is not read.
+   */
+  readonly databaseCpu: { readonly marginalMs: number; readonly floorCopyMs: number } | null;
   /** The same with POST_REPORTS_HEAP_GROWTH_PERCENT=0 (V8's own heap growth): what the flat memory costs. */
   readonly v8GrowthMarginalMs?: number;
   readonly v8GrowthRatio?: number;
@@ -119,7 +125,14 @@ interface Run {
    * the process the CLI restarts into keeps from the bench that forked it.
    */
   readonly maxRssMb: number | null;
+  /** The database server's CPU time meanwhile (databaseCpuMs); null where it is not read. */
+  readonly dbCpuMs: number | null;
   readonly posts: number;
+}
+
+function cpuSince(before: number | null): number | null {
+  const after = databaseCpuMs();
+  return before === null || after === null ? null : after - before;
 }
 
 async function runConnector(
@@ -131,6 +144,7 @@ async function runConnector(
   env: Record<string, string> = {},
   onStderr?: (chunk: string) => void,
 ): Promise<Run> {
+  const dbBefore = databaseCpuMs();
   const result = await runCli(
     connector,
     ['backfill', '--from', DAY, '--to', DAY, '--window-days', '1', '--concurrency', '1', '--schema', schema],
@@ -144,6 +158,7 @@ async function runConnector(
     ms: result.wallMs,
     cpuMs: result.cpuMs,
     maxRssMb: result.peakRssBytes === 0 ? null : result.peakRssBytes / 2 ** 20,
+    dbCpuMs: cpuSince(dbBefore),
     posts: Number(result.summary?.posts ?? 0),
   };
 }
@@ -205,7 +220,11 @@ async function encodedRows(context: BenchContext, schema: string): Promise<Floor
 }
 
 /** A plain COPY of the already encoded rows into empty tables of the same columns and primary keys. */
-async function floorCopy(context: BenchContext, source: string, rows: FloorRows): Promise<number> {
+async function floorCopy(
+  context: BenchContext,
+  source: string,
+  rows: FloorRows,
+): Promise<{ ms: number; dbCpuMs: number | null }> {
   const floor = 'bench_floor';
   const pk = id(rows.postIdColumn);
   await dropSchema(context, floor);
@@ -218,12 +237,13 @@ async function floorCopy(context: BenchContext, source: string, rows: FloorRows)
   );
   const client = await context.pool.connect();
   try {
+    const dbBefore = databaseCpuMs();
     const started = performance.now();
     await client.query('BEGIN');
     await copyIn(client, `COPY ${id(floor)}.posts FROM STDIN`, rows.posts);
     await copyIn(client, `COPY ${id(floor)}.segments FROM STDIN`, rows.segments);
     await client.query('COMMIT');
-    return performance.now() - started;
+    return { ms: performance.now() - started, dbCpuMs: cpuSince(dbBefore) };
   } finally {
     client.release();
     await dropSchema(context, floor);
@@ -311,6 +331,16 @@ function cpuSummary(big: readonly (number | null)[], small: readonly (number | n
   return { bigMs: median(b), smallMs: median(s), marginalMs: median(b.map((v, i) => v - s[i]!)) };
 }
 
+function databaseCpuSummary(
+  big: readonly (number | null)[],
+  small: readonly (number | null)[],
+  floor: readonly (number | null)[],
+): LoadResult['databaseCpu'] {
+  const marginal = cpuSummary(big, small);
+  if (marginal === null || floor.some((v) => v === null)) return null;
+  return { marginalMs: marginal.marginalMs, floorCopyMs: median(floor as number[]) };
+}
+
 /**
  * One workload for every connector: each warmed once (the replay proxy caches what each build asks for), then
  * per repetition every connector in turn (rotated) and the floor, so that a drift in whatever else runs meanwhile
@@ -364,8 +394,14 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
       bigCpu: [] as (number | null)[],
       smallCpu: [] as (number | null)[],
       bigRss: [] as (number | null)[],
+      bigDb: [] as (number | null)[],
+      smallDb: [] as (number | null)[],
     }));
-    const floorSamples = { fetchParse: [] as number[], copy: [] as number[] };
+    const floorSamples = {
+      fetchParse: [] as number[],
+      copy: [] as number[],
+      copyDb: [] as (number | null)[],
+    };
     for (let rep = 0; rep < context.repetitions; rep++) {
       const schema = `bench_load_${rep}`;
       for (const i of rotated([...connectorsRun.keys()], rep)) {
@@ -388,17 +424,22 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
         own.bigCpu.push(b.cpuMs);
         own.bigRss.push(b.maxRssMb);
         own.smallCpu.push(s.cpuMs);
-        const cpu = (r: Run) => (r.cpuMs === null ? '' : `, CPU ${Math.round(r.cpuMs)} ms`);
+        own.bigDb.push(b.dbCpuMs);
+        own.smallDb.push(s.dbCpuMs);
+        const cpu = (r: Run) =>
+          (r.cpuMs === null ? '' : `, CPU ${Math.round(r.cpuMs)} ms`) +
+          (r.dbCpuMs === null ? '' : `, database CPU ${Math.round(r.dbCpuMs)} ms`);
         context.log(
           `load ${workload} rep ${rep + 1} ${connectorLabel(connector)}: connector ${Math.round(b.ms)} ms${cpu(b)} (${b.posts} posts${v ? `; ${Math.round(v.ms)} ms with V8's heap growth` : ''}) / ${Math.round(s.ms)} ms${cpu(s)} (${s.posts})`,
         );
       }
       const fp = await fetchAndParse(big.baseUrl, reportId);
-      const cp = await floorCopy(context, warm, rows);
+      const { ms: cp, dbCpuMs: cpDb } = await floorCopy(context, warm, rows);
       floorSamples.fetchParse.push(fp);
       floorSamples.copy.push(cp);
+      floorSamples.copyDb.push(cpDb);
       context.log(
-        `load ${workload} rep ${rep + 1}: floor fetch+parse ${Math.round(fp)} ms + COPY ${Math.round(cp)} ms`,
+        `load ${workload} rep ${rep + 1}: floor fetch+parse ${Math.round(fp)} ms + COPY ${Math.round(cp)} ms${cpDb === null ? '' : ` (database CPU ${Math.round(cpDb)} ms)`}`,
       );
     }
     if (narrow) {
@@ -440,6 +481,7 @@ async function benchWorkload(context: BenchContext, workload: Workload): Promise
         postsPerSecond: (warmBig!.posts - smallSize) / (connectorMarginalMs / 1000),
         cpu: cpuSummary(own.bigCpu, own.smallCpu),
         peakRssMb: own.bigRss.some((r) => r === null) ? null : Math.max(...(own.bigRss as number[])),
+        databaseCpu: databaseCpuSummary(own.bigDb, own.smallDb, floorSamples.copyDb),
         ...(narrow
           ? {
               v8GrowthMarginalMs: median(marginalV8),

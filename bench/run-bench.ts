@@ -205,6 +205,16 @@ function loadRows(load: LoadResult): string[][] {
       '',
     ]);
   }
+  if (load.databaseCpu !== null) {
+    rows.push([
+      '  CPU time of PostgreSQL meanwhile, marginal',
+      seconds(load.databaseCpu.marginalMs),
+      `floor's COPY: ${seconds(load.databaseCpu.floorCopyMs)}`,
+      '',
+      '',
+      '',
+    ]);
+  }
   if (load.peakRssMb !== null) {
     rows.push([
       '  peak RSS of the connector (highest of its big runs)',
