@@ -16,8 +16,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/bin ./dist/bin
 COPY migrations ./migrations
 USER node
 # Logs are pino JSON on stderr (not a terminal); the one-line run summary is on stdout; the exit code is documented.
-ENTRYPOINT ["node", "dist/src/cli/main.js"]
+ENTRYPOINT ["node", "dist/bin/main.js"]
 CMD ["--help"]

@@ -24,7 +24,7 @@ const SCHEMA = `calendar_bench_${randomBytes(4).toString('hex')}`;
 const ORGS = ['acme', 'default', 'globex'];
 const TODAY = '2026-11-28';
 const FIRST = '2023-11-28';
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../bin/main.js', import.meta.url));
 const RUNS = 7;
 
 function median(values: number[]): number {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { WideStyle } from './wide-records.js';
 
 /** The built CLI and the bench's own scripts, next to this file in dist/. */
-export const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../bin/main.js', import.meta.url));
 export const REPLAY_SERVER = fileURLToPath(new URL('./replay-server.js', import.meta.url));
 export const WIDE_SERVER = fileURLToPath(new URL('./wide-server.js', import.meta.url));
 const RUSAGE_PRELOAD = new URL('./rusage-preload.js', import.meta.url).href;
@@ -182,7 +182,7 @@ export interface Connector {
   readonly node: string;
   /** Its version (process.versions.node). */
   readonly nodeVersion: string;
-  /** dist/src/cli/main.js of the build. */
+  /** The CLI of the build (dist/bin/main.js; dist/src/cli/main.js for a build before it was bundled). */
   readonly cli: string;
   /** The build's commit (short hash, `+` when its sources have changes), or '' outside a git checkout. */
   readonly build: string;

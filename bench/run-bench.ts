@@ -3,12 +3,13 @@
  * peak memory), the CPU profile of the load path, and what the storage layout costs over a long history (commit
  * times, reader queries and size against plain tables), measured in one run on a database of its own. Prints a
  * table and writes bench/results.json. `--smoke` runs tiny sizes once, so that CI keeps the benchmark working.
- * `--only readers` (or any comma-separated list of load, e2e, memory, readers, scale-out) runs only those parts.
- * scale-out: many processes on one schema (a split backfill, an orchestrator's partitions) against one alone.
+ * `--only readers` (or any comma-separated list of load, e2e, memory, readers, scale-out, start) runs only those
+ * parts. scale-out: many processes on one schema (a split backfill, an orchestrator's partitions) against one
+ * alone; start: the CPU time of a run's start (start-time.ts).
  * The load figure loads narrow records (the simulator's) and wide ones (wide-records.ts); `--workloads` picks
  * among narrow, wide (written as hostile services write them), wide-tame (the same records with only their keys'
  * escapes) and wide-plain (no key written with an escape); the last two are for a diagnosis.
- * `--cli PATH[,PATH…]` (another build's dist/src/cli/main.js) and `--node PATH[,PATH…]` (node binaries) choose
+ * `--cli PATH[,PATH…]` (another build's dist/bin/main.js) and `--node PATH[,PATH…]` (node binaries) choose
  * what runs the connector children: every figure that runs the CLI is measured for each build on each node
  * binary, and the table and results.json say which; servers, floors and references stay on the bench's own
  * build and node. The connector's CPU time (user + system) is recorded beside its wall time. `--profiles DIR`
@@ -40,9 +41,10 @@ import {
   type ScaleOutResult,
   scaleOutOptions,
 } from './scale-out.js';
+import { benchStart, type StartResult } from './start-time.js';
 
 const RESULTS = fileURLToPath(new URL('../../bench/results.json', import.meta.url));
-const PARTS = ['load', 'e2e', 'memory', 'readers', 'scale-out'];
+const PARTS = ['load', 'e2e', 'memory', 'readers', 'scale-out', 'start'];
 const TARGETS = {
   load: 1.0,
   endToEnd: 1.1,
@@ -55,6 +57,7 @@ const TARGETS = {
   readersLatestMs: 0.2,
   scaleOutSplit: 1.15,
   scaleOutPartitions: 1.3,
+  startCpuMs: 200,
 };
 
 function seconds(ms: number): string {
@@ -257,6 +260,7 @@ interface Results {
   readonly memory: readonly MemoryResult[];
   readonly readers: readonly (ReadersResult & { readonly connector: Connector })[];
   readonly scaleOut: readonly (ScaleOutResult & { readonly connector: Connector })[];
+  readonly start: readonly StartResult[];
 }
 
 function report(results: Results): string {
@@ -293,6 +297,20 @@ function report(results: Results): string {
   }
   for (const readers of results.readers) rows.push(...on(readers.connector, readerRows(readers)));
   for (const scaleOut of results.scaleOut) rows.push(...on(scaleOut.connector, scaleOutRows(scaleOut)));
+  for (const start of results.start) {
+    rows.push(
+      ...on(start.connector, [
+        [
+          `Start of a run (a backfill of a window already loaded), CPU time, median of ${start.runs}`,
+          `${Math.round(start.cpuMs)} ms`,
+          `wall ${Math.round(start.wallMs)} ms`,
+          '',
+          `≤ ${TARGETS.startCpuMs} ms`,
+          verdict(start.cpuMs <= TARGETS.startCpuMs),
+        ],
+      ]),
+    );
+  }
   let text = table(rows);
   for (const load of results.load) text += profileText(load);
   return text;
@@ -391,6 +409,7 @@ async function main(): Promise<void> {
             }),
           )
         : [],
+      start: only.has('start') ? await benchStart(context) : [],
     };
     process.stdout.write(`${report(results)}\n\nMachine: ${machine}\nConnectors:\n  ${connectorLines}\n`);
     writeFileSync(

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
@@ -29,12 +31,27 @@ interface Loaded {
   readonly urls: readonly string[];
 }
 
-/** The "modules loaded" lines of a run's stderr. */
+/** The package's root, and what esbuild wrote of the CLI's bundle (`npm run bundle`): each chunk's sources. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BUNDLE = JSON.parse(readFileSync(join(ROOT, 'dist/bin/meta.json'), 'utf8')) as {
+  outputs: Record<string, { inputs: Record<string, unknown> }>;
+};
+
+/** The "modules loaded" lines of a run's stderr, each chunk of the bundle given as the sources it holds. */
 function loadedBy(stderr: string): Loaded[] {
   return stderr
     .split('\n')
     .filter((line) => line.includes('"msg":"modules loaded"'))
-    .map((line) => JSON.parse(line) as Loaded);
+    .map((line) => JSON.parse(line) as Loaded)
+    .map(({ builtins, urls }) => ({ builtins, urls: urls.flatMap(sourcesOf) }));
+}
+
+function sourcesOf(url: string): string[] {
+  if (!url.startsWith('file:')) return [url];
+  const chunk = BUNDLE.outputs[relative(ROOT, fileURLToPath(url))];
+  return chunk === undefined
+    ? [url]
+    : Object.keys(chunk.inputs).map((input) => `file://${join(ROOT, input)}`);
 }
 
 beforeAll(async () => {
@@ -47,7 +64,7 @@ afterAll(async () => {
   await rm(folder, { recursive: true, force: true });
 });
 
-describe('what a run loads as it starts (the built CLI)', () => {
+describe('what a run loads as it starts (the built CLI, its bundle)', () => {
   it('a scheduled run reads the API without loading undici, and loads neither the live bar, the pretty log nor the reset prompt', async () => {
     const result = await runCli(
       ['backfill', '--from', '2025-07-07', '--to', '2025-07-13', '--schema', 'startup'],

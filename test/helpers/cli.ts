@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { withTestClock } from './today.js';
 
 /** The built CLI (npm test builds it first: see the `pretest` script). */
-export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/bin/main.js', import.meta.url));
 
 export interface CliResult {
   readonly code: number | null;

@@ -10,7 +10,7 @@ const noDotenv = join(folder, 'absent.env');
 
 const started: StartingProcess = {
   execArgv: [],
-  args: ['/opt/post-reports-etl/dist/src/cli/main.js', 'backfill', '--from', '2026-01-01'],
+  args: ['/opt/post-reports-etl/dist/bin/main.js', 'backfill', '--from', '2026-01-01'],
   canReplace: true,
 };
 
