@@ -548,11 +548,15 @@ export function renameIndex(schema: string, index: string, to: string): string {
 
 /**
  * $1 the qualified partitioned table: its partitions, with their bounds (`FOR VALUES …`) and their partition
- * constraint as a boolean expression, as the catalog writes them.
+ * constraint as a boolean expression, as the catalog writes them. A partition another session dropped since the
+ * statement's snapshot is still in the snapshot's pg_inherits, but the catalog functions find no relation and answer
+ * NULL: it is left out (another organization's, dropped by its reset or rename while this one reads).
  */
-export const partitionsOf = `SELECT c.relname::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound,
-    pg_get_partition_constraintdef(c.oid) AS constraint_def
-  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1) ORDER BY 1`;
+export const partitionsOf = `SELECT name, bound, constraint_def FROM (
+    SELECT c.relname::text AS name, pg_get_expr(c.relpartbound, c.oid) AS bound,
+           pg_get_partition_constraintdef(c.oid) AS constraint_def
+      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass($1)
+  ) p WHERE bound IS NOT NULL AND constraint_def IS NOT NULL ORDER BY 1`;
 
 /** Keeps writers out of a table while readers go on. */
 export function lockShare(schema: string, table: string): string {

@@ -6,6 +6,7 @@ import { Loader } from '../../../src/load/loader.js';
 import { migrate } from '../../../src/load/migrate.js';
 import { organizationKey } from '../../../src/load/organization-keys.js';
 import { renameOrganization, unfinishedRename } from '../../../src/load/organization-rename.js';
+import * as queries from '../../../src/load/queries.js';
 import { ORGANIZATION_TABLES, type Scope } from '../../../src/load/scope.js';
 import {
   dropEmptyPartitions,
@@ -297,5 +298,29 @@ describe('organizations in one schema', () => {
       ),
       // The organization is the partitions' key: a row without one belongs to no partition.
     ).rejects.toThrow(/no partition of relation "posts" found for row/);
+  });
+
+  it("lists an organization's partitions without one another session dropped since the statement's snapshot", async () => {
+    // Another organization's reset drops its partitions while a rename lists the schema's: the snapshot's
+    // pg_inherits still holds the dropped one, whose bound the catalog no longer finds.
+    const cyberdyne = new Loader(db.pool, { ...target, org: 'cyberdyne' }, log.logger);
+    const before = new Set(await partitions());
+    await load(cyberdyne, WEEK, 'cyberdyne-1', [[post(1, { brand: 'Cyberdyne' })]]);
+    const dropped = (await partitions()).find((name) => !before.has(name))!;
+    expect(dropped).toBeDefined();
+    const reader = await db.pool.connect();
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT 1');
+      await db.pool.query(`DROP TABLE ${schema}.${dropped}`);
+      const { rows } = await reader.query<{ name: string; bound: string | null }>(queries.partitionsOf, [
+        `${schema}.posts`,
+      ]);
+      expect(rows.map((r) => r.name)).toEqual([...before].sort());
+      expect(rows.filter((r) => r.bound === null)).toEqual([]);
+    } finally {
+      await reader.query('ROLLBACK');
+      reader.release();
+    }
   });
 });
